@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
+/*
+ * tb5_os.h - the OS shim the portable transport core is written against.
+ *
+ * The core (tb5_core.c, tb5_wire.c, tb5_ringmodel.c) includes this header and
+ * nothing else from its environment. A platform header supplies fixed-width
+ * integer types, bool, size_t, NULL, the Linux errno values and
+ * memcpy/memset; the functions declared below are implemented once per
+ * platform:
+ *   - in the kernel module by tb5_os_linux.h / tb5_os_linux.c (dkms/),
+ *   - in user space by src/coreos/tb5_os_posix.h / tb5_os_posix.c.
+ *
+ * Rules for the core, so that the same files compile into tb5.ko: no floating
+ * point, no recursion, no variable-length arrays, stack frames under 256
+ * bytes, no allocation while a lock is held, no sleeping while a lock is held.
+ */
+#ifndef TB5_OS_H
+#define TB5_OS_H
+
+#ifdef __KERNEL__
+#include "tb5_os_linux.h"
+#else
+#include "tb5_os_posix.h"
+#endif
+
+struct tb5_os_lock;
+
+/* Zeroed allocation; NULL on failure. Never called with a core lock held. */
+void *tb5_os_zalloc(size_t size);
+void tb5_os_free(void *ptr);
+
+/*
+ * A lock that never sleeps while held (a spinlock in the kernel, taken with
+ * bottom halves disabled because ring completions may run in softirq
+ * context). Nothing inside it may sleep or allocate.
+ */
+struct tb5_os_lock *tb5_os_lock_create(void);
+void tb5_os_lock_destroy(struct tb5_os_lock *lock);
+void tb5_os_lock(struct tb5_os_lock *lock);
+void tb5_os_unlock(struct tb5_os_lock *lock);
+
+/* Monotonic time in nanoseconds. */
+uint64_t tb5_os_now_ns(void);
+
+/* 64 unpredictable bits, used for cookies. */
+uint64_t tb5_os_random_u64(void);
+
+enum tb5_os_log_level {
+	TB5_LOG_ERR,
+	TB5_LOG_WARN,
+	TB5_LOG_INFO,
+	TB5_LOG_DEBUG,
+};
+
+/* printf-style logging; rate limiting is the platform's business. */
+void tb5_os_log(enum tb5_os_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif /* TB5_OS_H */
