@@ -160,7 +160,7 @@ struct tb5_reply {
 };
 
 struct tb5_link {
-	struct tb5_os_lock *lock;
+	struct tb5_os_spinlock *lock;
 	const struct tb5_link_ops *ops;
 	void *priv;
 	struct tb5_link_config cfg;
@@ -174,6 +174,11 @@ struct tb5_link {
 	uint16_t *ep_gen;
 	uint32_t ep_hint;
 	struct tb5_list work;		/* endpoints with frames to send */
+	/*
+	 * Released endpoints, freed once the lock is dropped: the kernel's
+	 * kvfree() may sleep, which it must not do under a spinlock.
+	 */
+	struct tb5_list graveyard;
 
 	struct tb5_reply replies[TB5_REPLIES_MAX];
 	uint32_t reply_head;
@@ -204,6 +209,7 @@ struct tb5_link {
 };
 
 /* tb5_link.c */
+void tb5_link_unlock(struct tb5_link *link);
 struct tb5_ep *tb5_ep_lookup(struct tb5_link *link, uint32_t id);
 void tb5_ep_schedule(struct tb5_ep *ep);
 int tb5_send_header(struct tb5_link *link, const struct tb5_wire_msg *msg,

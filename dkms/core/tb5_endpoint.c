@@ -76,7 +76,7 @@ void tb5_ep_try_release(struct tb5_ep *ep)
 		return;
 	ep_uninstall(ep);
 	link->ops->event(link->priv, ep->ctx, TB5_EV_RELEASED, 0);
-	tb5_os_free(ep);
+	tb5_list_add_tail(&ep->work, &link->graveyard);
 }
 
 /* Tear down at once (link destruction): complete everything, free. */
@@ -90,7 +90,7 @@ void tb5_ep_release_now(struct tb5_ep *ep, int32_t status)
 	ep->need_accept = false;
 	ep_uninstall(ep);
 	link->ops->event(link->priv, ep->ctx, TB5_EV_RELEASED, 0);
-	tb5_os_free(ep);
+	tb5_list_add_tail(&ep->work, &link->graveyard);
 }
 
 /*
@@ -146,7 +146,7 @@ int tb5_listen(struct tb5_link *link, uint64_t service, void *ctx,
 	tb5_os_lock(link->lock);
 	ret = find_listener(link, service) ? -EADDRINUSE :
 					     tb5_ep_install(link, ep);
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);
 	if (ret) {
 		tb5_os_free(ep);
 		return ret;
@@ -167,7 +167,7 @@ int tb5_listen_addr(struct tb5_ep *listener, struct tb5_addr *addr)
 		addr->cookie = listener->listen_cookie;
 		ret = 0;
 	}
-	tb5_os_unlock(listener->link->lock);
+	tb5_link_unlock(listener->link);
 	return ret;
 }
 
@@ -197,7 +197,7 @@ int tb5_connect(struct tb5_link *link, const struct tb5_addr *addr, void *ctx,
 		tb5_ep_schedule(ep);
 		tb5_pump(link);
 	}
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);
 	if (ret) {
 		tb5_os_free(ep);
 		return ret;
@@ -243,7 +243,7 @@ int tb5_accept(struct tb5_ep *listener, void *ctx, struct tb5_ep **out)
 		tb5_ep_schedule(ep);
 		tb5_pump(link);
 	}
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);
 	if (ret) {
 		tb5_os_free(ep);
 		return ret;
@@ -292,7 +292,7 @@ void tb5_ep_close(struct tb5_ep *ep)
 	tb5_ep_schedule(ep);
 	tb5_ep_try_release(ep);
 	tb5_pump(link);
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);
 }
 
 enum tb5_ep_state tb5_ep_state(struct tb5_ep *ep)
@@ -301,7 +301,7 @@ enum tb5_ep_state tb5_ep_state(struct tb5_ep *ep)
 
 	tb5_os_lock(ep->link->lock);
 	st = (enum tb5_ep_state)ep->state;
-	tb5_os_unlock(ep->link->lock);
+	tb5_link_unlock(ep->link);
 	return st;
 }
 

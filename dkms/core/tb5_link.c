@@ -34,6 +34,34 @@ void tb5_rx_error(struct tb5_link *link, const char *what)
 		   (unsigned long long)link->cfg.host_id, what);
 }
 
+/* Free what the graveyard @dead holds. */
+static void reap(struct tb5_list *dead)
+{
+	while (!tb5_list_empty(dead)) {
+		struct tb5_list *n = dead->next;
+
+		tb5_list_del(n);
+		tb5_os_free((char *)n - offsetof(struct tb5_ep, work));
+	}
+}
+
+/* Drop the link's lock, then free the endpoints released under it. */
+void tb5_link_unlock(struct tb5_link *link)
+{
+	struct tb5_list dead;
+
+	tb5_list_init(&dead);
+	if (!tb5_list_empty(&link->graveyard)) {
+		dead.next = link->graveyard.next;
+		dead.prev = link->graveyard.prev;
+		dead.next->prev = &dead;
+		dead.prev->next = &dead;
+		tb5_list_init(&link->graveyard);
+	}
+	tb5_os_unlock(link->lock);
+	reap(&dead);
+}
+
 int tb5_link_create(const struct tb5_link_config *cfg,
 		    const struct tb5_link_ops *ops, void *priv,
 		    struct tb5_link **out)
@@ -64,6 +92,7 @@ int tb5_link_create(const struct tb5_link_config *cfg,
 	link->state = TB5_LINK_DOWN;
 	link->epoch = tb5_os_random_u64() | 1;
 	tb5_list_init(&link->work);
+	tb5_list_init(&link->graveyard);
 
 	link->eps = tb5_os_zalloc(sizeof(*link->eps) * ((size_t)max_eps + 1));
 	if (!link->eps)
@@ -114,7 +143,7 @@ void tb5_link_destroy(struct tb5_link *link)
 	for (i = 1; i <= link->cfg.max_endpoints; i++)
 		if (link->eps[i])
 			tb5_ep_release_now(link->eps[i], -ESHUTDOWN);
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);	/* frees the endpoints */
 
 	tb5_os_lock_destroy(link->lock);
 	tb5_os_free(link->ep_gen);
@@ -130,7 +159,7 @@ void tb5_link_up(struct tb5_link *link)
 		link->need_hello = true;
 		tb5_pump(link);
 	}
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);
 }
 
 /* Fail every connection; listeners stay and keep their service. */
@@ -170,7 +199,7 @@ void tb5_link_down(struct tb5_link *link, int reason)
 		link_drop_tx(link, status);
 		link_reset_connections(link, status);
 	}
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);
 }
 
 enum tb5_link_state tb5_link_state(struct tb5_link *link)
@@ -179,7 +208,7 @@ enum tb5_link_state tb5_link_state(struct tb5_link *link)
 
 	tb5_os_lock(link->lock);
 	st = (enum tb5_link_state)link->state;
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);
 	return st;
 }
 
@@ -192,7 +221,7 @@ int tb5_link_peer(struct tb5_link *link, uint64_t *host_id)
 		*host_id = link->peer_host;
 		ret = 0;
 	}
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);
 	return ret;
 }
 
@@ -200,7 +229,7 @@ void tb5_link_get_stats(struct tb5_link *link, struct tb5_link_stats *st)
 {
 	tb5_os_lock(link->lock);
 	*st = link->stats;
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);
 }
 
 struct tb5_ep *tb5_ep_lookup(struct tb5_link *link, uint32_t id)
@@ -365,8 +394,13 @@ void tb5_pump(struct tb5_link *link)
 			return;
 		tb5_list_del(&ep->work);
 		ep->on_work = false;
-		/* Round robin: an endpoint with more to send goes last. */
-		tb5_ep_schedule(ep);
+		/*
+		 * Round robin: an endpoint with more to send goes last. One
+		 * that had nothing due stays off the list until its next post
+		 * or frame, so a miscount can never spin here.
+		 */
+		if (ret > 0)
+			tb5_ep_schedule(ep);
 		tb5_ep_try_release(ep);
 	}
 }
@@ -468,7 +502,7 @@ void tb5_link_rx(struct tb5_link *link, uint8_t sof, uint8_t eof,
 		tb5_rx_error(link, "unknown start-of-frame marker");
 out:
 	tb5_pump(link);
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);
 }
 
 void tb5_link_tx_done(struct tb5_link *link, uint64_t cookie)
@@ -477,12 +511,12 @@ void tb5_link_tx_done(struct tb5_link *link, uint64_t cookie)
 	if (cookie && link->state != TB5_LINK_DOWN)
 		tb5_tx_done_cookie(link, cookie);
 	tb5_pump(link);
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);
 }
 
 void tb5_link_kick(struct tb5_link *link)
 {
 	tb5_os_lock(link->lock);
 	tb5_pump(link);
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);
 }

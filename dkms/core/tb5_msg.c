@@ -185,7 +185,7 @@ static int post_args_check(const struct tb5_ep *ep, const struct tb5_mem *mem,
 		return -EINVAL;
 	if (len > TB5_MSG_MAX)
 		return -EMSGSIZE;
-	if (mem->offset > UINT64_MAX - len)
+	if (mem->offset > ~(uint64_t)0 - len)
 		return -EINVAL;
 	return 0;
 }
@@ -231,7 +231,7 @@ int tb5_post_send(struct tb5_ep *ep, const struct tb5_mem *mem, uint64_t len,
 	tb5_ep_schedule(ep);
 	tb5_pump(link);
 out:
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);
 	return ret;
 }
 
@@ -273,7 +273,7 @@ int tb5_post_recv(struct tb5_ep *ep, const struct tb5_mem *mem, uint64_t len,
 	tb5_ep_schedule(ep);
 	tb5_pump(link);
 out:
-	tb5_os_unlock(link->lock);
+	tb5_link_unlock(link);
 	return ret;
 }
 

@@ -7,7 +7,7 @@
  * integer types, bool, size_t, NULL, the Linux errno values and
  * memcpy/memset; the functions declared below are implemented once per
  * platform:
- *   - in the kernel module by tb5_os_linux.h / tb5_os_linux.c (dkms/),
+ *   - in the kernel module by dkms/os/tb5_os_linux.h and tb5_os_linux.c,
  *   - in user space by src/coreos/tb5_os_posix.h / tb5_os_posix.c.
  *
  * Rules for the core, so that the same files compile into tb5.ko: no floating
@@ -23,7 +23,7 @@
 #include "tb5_os_posix.h"
 #endif
 
-struct tb5_os_lock;
+struct tb5_os_spinlock;
 
 /* Zeroed allocation; NULL on failure. Never called with a core lock held. */
 void *tb5_os_zalloc(size_t size);
@@ -34,10 +34,10 @@ void tb5_os_free(void *ptr);
  * bottom halves disabled because ring completions may run in softirq
  * context). Nothing inside it may sleep or allocate.
  */
-struct tb5_os_lock *tb5_os_lock_create(void);
-void tb5_os_lock_destroy(struct tb5_os_lock *lock);
-void tb5_os_lock(struct tb5_os_lock *lock);
-void tb5_os_unlock(struct tb5_os_lock *lock);
+struct tb5_os_spinlock *tb5_os_lock_create(void);
+void tb5_os_lock_destroy(struct tb5_os_spinlock *lock);
+void tb5_os_lock(struct tb5_os_spinlock *lock);
+void tb5_os_unlock(struct tb5_os_spinlock *lock);
 
 /* Monotonic time in nanoseconds. */
 uint64_t tb5_os_now_ns(void);

@@ -12,7 +12,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-struct tb5_os_lock {
+struct tb5_os_spinlock {
 	pthread_mutex_t mutex;
 };
 
@@ -26,9 +26,9 @@ void tb5_os_free(void *ptr)
 	free(ptr);
 }
 
-struct tb5_os_lock *tb5_os_lock_create(void)
+struct tb5_os_spinlock *tb5_os_lock_create(void)
 {
-	struct tb5_os_lock *lock = calloc(1, sizeof(*lock));
+	struct tb5_os_spinlock *lock = calloc(1, sizeof(*lock));
 
 	if (lock && pthread_mutex_init(&lock->mutex, NULL) != 0) {
 		free(lock);
@@ -37,7 +37,7 @@ struct tb5_os_lock *tb5_os_lock_create(void)
 	return lock;
 }
 
-void tb5_os_lock_destroy(struct tb5_os_lock *lock)
+void tb5_os_lock_destroy(struct tb5_os_spinlock *lock)
 {
 	if (!lock)
 		return;
@@ -45,12 +45,12 @@ void tb5_os_lock_destroy(struct tb5_os_lock *lock)
 	free(lock);
 }
 
-void tb5_os_lock(struct tb5_os_lock *lock)
+void tb5_os_lock(struct tb5_os_spinlock *lock)
 {
 	pthread_mutex_lock(&lock->mutex);
 }
 
-void tb5_os_unlock(struct tb5_os_lock *lock)
+void tb5_os_unlock(struct tb5_os_spinlock *lock)
 {
 	pthread_mutex_unlock(&lock->mutex);
 }
