@@ -155,6 +155,7 @@ struct tb5_ep {
 struct tb5_reply {
 	uint64_t cookie;
 	uint32_t dst;
+	uint32_t src;			/* the endpoint the answer speaks for */
 	int32_t status;
 	uint8_t type;			/* TB5_WIRE_REJECT or TB5_WIRE_CLOSE */
 };
@@ -215,7 +216,7 @@ void tb5_ep_schedule(struct tb5_ep *ep);
 int tb5_send_header(struct tb5_link *link, const struct tb5_wire_msg *msg,
 		    uint8_t eof, uint64_t cookie);
 void tb5_queue_reply(struct tb5_link *link, uint8_t type, uint32_t dst,
-		     uint64_t cookie, int32_t status);
+		     uint32_t src, uint64_t cookie, int32_t status);
 void tb5_pump(struct tb5_link *link);
 void tb5_rx_error(struct tb5_link *link, const char *what);
 int32_t tb5_sanitize_status(int32_t status, int32_t fallback);

@@ -268,7 +268,7 @@ void tb5_ep_close(struct tb5_ep *ep)
 				&ep->backlog[ep->backlog_head];
 
 			tb5_queue_reply(link, TB5_WIRE_REJECT, pc->peer_ep,
-					pc->conn_cookie, -ECONNREFUSED);
+					ep->id, pc->conn_cookie, -ECONNREFUSED);
 			ep->backlog_head = (ep->backlog_head + 1) %
 					   TB5_BACKLOG_MAX;
 			ep->backlog_count--;
@@ -277,7 +277,7 @@ void tb5_ep_close(struct tb5_ep *ep)
 		if (ep->need_accept) {
 			/* Accepted but never told: refuse instead. */
 			tb5_queue_reply(link, TB5_WIRE_REJECT, ep->peer_id,
-					ep->conn_cookie, -ECONNREFUSED);
+					ep->id, ep->conn_cookie, -ECONNREFUSED);
 			ep->need_accept = false;
 		} else {
 			ep->need_close = true;
@@ -365,7 +365,7 @@ void tb5_rx_connect(struct tb5_link *link, const struct tb5_wire_msg *m)
 	if (!l || l->listen_cookie != m->u.connect.listen_cookie ||
 	    l->backlog_count == TB5_BACKLOG_MAX) {
 		tb5_queue_reply(link, TB5_WIRE_REJECT, m->src,
-				m->u.connect.conn_cookie, -ECONNREFUSED);
+				l ? l->id : 0, m->u.connect.conn_cookie, -ECONNREFUSED);
 		return;
 	}
 	pc = &l->backlog[(l->backlog_head + l->backlog_count) % TB5_BACKLOG_MAX];
@@ -385,9 +385,13 @@ void tb5_rx_accept(struct tb5_link *link, const struct tb5_wire_msg *m)
 	}
 	if (!ep || ep->closed || ep->state != TB5_EP_CONNECTING ||
 	    ep->conn_cookie != m->u.accept.conn_cookie) {
-		/* Nobody waits for this connection: tell the acceptor. */
+		/*
+		 * Nobody waits for this connection: tell the acceptor, in the
+		 * name of the endpoint it believes it is connected to.
+		 */
 		link->stats.rx_dropped++;
-		tb5_queue_reply(link, TB5_WIRE_CLOSE, m->src, 0, -ECONNRESET);
+		tb5_queue_reply(link, TB5_WIRE_CLOSE, m->src, m->dst, 0,
+				-ECONNRESET);
 		return;
 	}
 	ep->peer_id = m->src;

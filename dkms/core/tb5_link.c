@@ -312,7 +312,7 @@ int tb5_txb_continue(struct tb5_link *link)
 }
 
 void tb5_queue_reply(struct tb5_link *link, uint8_t type, uint32_t dst,
-		     uint64_t cookie, int32_t status)
+		     uint32_t src, uint64_t cookie, int32_t status)
 {
 	struct tb5_reply *r;
 
@@ -325,6 +325,7 @@ void tb5_queue_reply(struct tb5_link *link, uint8_t type, uint32_t dst,
 			   TB5_REPLIES_MAX];
 	r->type = type;
 	r->dst = dst;
+	r->src = src;
 	r->cookie = cookie;
 	r->status = status;
 	link->reply_count++;
@@ -349,6 +350,7 @@ static int send_reply(struct tb5_link *link, const struct tb5_reply *r)
 	memset(&m, 0, sizeof(m));
 	m.type = r->type;
 	m.dst = r->dst;
+	m.src = r->src;
 	if (r->type == TB5_WIRE_REJECT) {
 		m.u.reject.conn_cookie = r->cookie;
 		m.u.reject.status = r->status;
