@@ -35,6 +35,10 @@
 
 #include "tb5_os.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Limits, in one place. */
 #define TB5_FRAME_MAX		4096u	/* bytes in one ring frame */
 #define TB5_RING_SIZE_MIN	64u	/* descriptors per ring */
@@ -236,5 +240,9 @@ int tb5_post_send(struct tb5_ep *ep, const struct tb5_mem *mem, uint64_t len,
 		  uint32_t tag, uint64_t user_id);
 int tb5_post_recv(struct tb5_ep *ep, const struct tb5_mem *mem, uint64_t len,
 		  uint32_t tag, uint64_t user_id);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TB5_CORE_H */

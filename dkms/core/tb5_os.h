@@ -23,6 +23,10 @@
 #include "tb5_os_posix.h"
 #endif
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct tb5_os_spinlock;
 
 /* Zeroed allocation; NULL on failure. Never called with a core lock held. */
@@ -55,5 +59,9 @@ enum tb5_os_log_level {
 /* printf-style logging; rate limiting is the platform's business. */
 void tb5_os_log(enum tb5_os_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TB5_OS_H */

@@ -29,6 +29,10 @@
 
 #include "tb5_core.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct tb5_rm_pair;
 
 /*
@@ -80,5 +84,9 @@ bool tb5_rm_plugged(struct tb5_rm_pair *pair);
 uint32_t tb5_rm_tx_used(struct tb5_rm_pair *pair, int end);
 uint32_t tb5_rm_rx_used(struct tb5_rm_pair *pair, int end);
 void tb5_rm_get_stats(struct tb5_rm_pair *pair, struct tb5_rm_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TB5_RINGMODEL_H */

@@ -36,6 +36,10 @@
 
 #include "tb5_os.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TB5_WIRE_MAGIC		0x35b5u	/* "\xb5" "5" on the wire */
 #define TB5_WIRE_VERSION	1u
 #define TB5_WIRE_COMMON_LEN	16u
@@ -107,5 +111,9 @@ uint32_t tb5_wire_len(uint8_t type);
 uint32_t tb5_wire_encode(const struct tb5_wire_msg *msg, uint8_t *buf);
 /* Decode and validate; 0, or -EPROTO for a frame this version refuses. */
 int tb5_wire_decode(const void *frame, uint32_t len, struct tb5_wire_msg *msg);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TB5_WIRE_H */
