@@ -21,8 +21,14 @@
  * memory. A send larger than the granted receive completes with -EMSGSIZE on
  * both sides and no byte is written.
  *
+ * Sends and receives of equal tags pair up in posting order; a send waits
+ * only for a grant of its own tag. Endpoints of a link take turns, one burst
+ * each, so a small message is not stuck behind a large one elsewhere.
+ *
  * Completions carry the caller's id, a status (0 or a negative errno) and the
- * byte count.
+ * byte count. A send completes when its last frame has left the TX ring: its
+ * memory is the caller's again, and the bytes have left this host, but that
+ * is no proof the peer's receive completed (the peer may close meanwhile).
  *
  * Locking: every call takes the link's lock; the callbacks in tb5_link_ops are
  * invoked with that lock held and must not call back into the core. The core
