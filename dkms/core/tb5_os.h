@@ -2,11 +2,11 @@
 /*
  * tb5_os.h - the OS shim the portable transport core is written against.
  *
- * The core (tb5_core.c, tb5_wire.c, tb5_ringmodel.c) includes this header and
- * nothing else from its environment. A platform header supplies fixed-width
- * integer types, bool, size_t, NULL, the Linux errno values and
- * memcpy/memset; the functions declared below are implemented once per
- * platform:
+ * The core (tb5_link.c, tb5_endpoint.c, tb5_msg.c, tb5_wire.c,
+ * tb5_ringmodel.c) includes this header and nothing else from its
+ * environment. A platform header supplies fixed-width integer types, bool,
+ * size_t, NULL, offsetof, the Linux errno values and memcpy/memset; the
+ * functions declared below are implemented once per platform:
  *   - in the kernel module by dkms/os/tb5_os_linux.h and tb5_os_linux.c,
  *   - in user space by src/coreos/tb5_os_posix.h / tb5_os_posix.c.
  *

@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash
+#
+# ci/lib.sh - shared by the ci/*.sh scripts: banners, stage bookkeeping, the
+# build dependencies, and configure+build. Sourced, never run.
+
+TB5_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TB5_JOBS=$(nproc)
+
+# What the build needs (ci/main.sh), and what the whole test suite adds on top
+# (ci/test.sh): clang with its libFuzzer and sanitizer runtimes, and the
+# headers of Debian's kernel to build the core with Kbuild.
+TB5_DEPS_BUILD=(build-essential cmake ninja-build pkg-config
+		googletest libgtest-dev libgmock-dev libbenchmark-dev)
+# shellcheck disable=SC2034  # used by ci/test.sh
+TB5_DEPS_TEST=("${TB5_DEPS_BUILD[@]}" clang libclang-rt-14-dev linux-headers-amd64)
+
+tb5_banner() {
+	printf '\n==== %s ====\n' "$*"
+}
+
+tb5_die() {
+	printf '%s: error: %s\n' "${0##*/}" "$*" >&2
+	exit 1
+}
+
+tb5_fmt_secs() {
+	printf '%dm%02ds' $(($1 / 60)) $(($1 % 60))
+}
+
+# Prints the packages among "$@" that dpkg does not list as installed.
+tb5_missing_pkgs() {
+	local pkg status
+	for pkg in "$@"; do
+		status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null) || status=
+		[[ $status == installed ]] || printf '%s\n' "$pkg"
+	done
+}
+
+# Installs the packages among "$@" that are missing, with apt-get: directly
+# when root, through sudo otherwise. Does nothing (and asks for no password)
+# when everything is installed already.
+tb5_install_deps() {
+	local -a missing as_root=()
+
+	if ! command -v dpkg-query >/dev/null; then
+		echo "dependencies: not a Debian system, not installing: $*"
+		return 0
+	fi
+	mapfile -t missing < <(tb5_missing_pkgs "$@")
+	if ((${#missing[@]} == 0)); then
+		echo "dependencies: all installed ($# packages)"
+		return 0
+	fi
+	if ((EUID != 0)); then
+		command -v sudo >/dev/null ||
+			tb5_die "missing packages (${missing[*]}): run as root, or install sudo"
+		as_root=(sudo)
+	fi
+	echo "dependencies: installing ${missing[*]}"
+	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+# tb5_build DIR CMAKE-ARGS...: configure the tree in $TB5_ROOT/DIR with Ninja
+# and build everything on all cores.
+tb5_build() {
+	local dir=$TB5_ROOT/$1
+	shift
+	# A tree configured earlier with another generator cannot be reused.
+	if [[ -f $dir/CMakeCache.txt ]] &&
+		! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$dir/CMakeCache.txt"; then
+		rm -rf "$dir/CMakeCache.txt" "$dir/CMakeFiles"
+	fi
+	cmake -S "$TB5_ROOT" -B "$dir" -G Ninja "$@"
+	cmake --build "$dir" -j "$TB5_JOBS"
+}
+
+# Stages: tb5_stage NAME COMMAND... runs one stage under a banner and records
+# its time; tb5_summary (the EXIT trap) prints the table and the closing line.
+TB5_STAGE=
+TB5_STAGES_PASSED=0
+TB5_STAGE_TIMES=()
+TB5_START=$SECONDS
+
+tb5_stage() {
+	local start=$SECONDS
+
+	TB5_STAGE=$1
+	shift
+	tb5_banner "${0##*/}: $TB5_STAGE"
+	"$@"
+	TB5_STAGE_TIMES+=("$(printf '  %-52s %s' "$TB5_STAGE" \
+		"$(tb5_fmt_secs $((SECONDS - start)))")")
+	TB5_STAGES_PASSED=$((TB5_STAGES_PASSED + 1))
+	TB5_STAGE=
+}
+
+tb5_summary() {
+	local rc=$? total
+
+	total=$(tb5_fmt_secs $((SECONDS - TB5_START)))
+	tb5_banner "${0##*/}: summary"
+	if ((${#TB5_STAGE_TIMES[@]})); then
+		printf '%s\n' "${TB5_STAGE_TIMES[@]}"
+	fi
+	if ((rc == 0)) && [[ -z $TB5_STAGE ]]; then
+		echo "${0##*/}: all ${TB5_STAGES_PASSED} stages passed in $total"
+		echo "stages: ${TB5_STAGES_PASSED} passed, 0 failed"
+	else
+		((rc != 0)) || rc=1
+		echo "${0##*/}: FAILED in stage '${TB5_STAGE:-?}' (exit $rc) after $total"
+		echo "stages: ${TB5_STAGES_PASSED} passed, 1 failed"
+	fi
+	exit "$rc"
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# ci/main.sh - the main job: install the build dependencies, build tb5
+# (Release, in build/), run the transport core's two-node demo, then a short
+# run of the core's benchmark. Works as root or as a user with sudo (sudo is
+# used only to install missing packages).
+#
+# TB5_BENCH_ARGS overrides the benchmark's arguments (default: a short run).
+set -euo pipefail
+# shellcheck source=ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap tb5_summary EXIT
+
+read -r -a bench_args <<<"${TB5_BENCH_ARGS:---benchmark_min_time=0.05}"
+
+tb5_stage "build dependencies" tb5_install_deps "${TB5_DEPS_BUILD[@]}"
+tb5_stage "build (gcc, Release, build/)" tb5_build build \
+	-DCMAKE_BUILD_TYPE=Release \
+	-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
+tb5_stage "two-node demo (tb5-core-demo)" \
+	"$TB5_ROOT/build/src/demo/tb5-core-demo"
+tb5_stage "core benchmark, short run (tb5-core-bench)" \
+	"$TB5_ROOT/build/tests/bench/tb5-core-bench" "${bench_args[@]}"

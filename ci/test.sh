@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# ci/test.sh - the whole test suite, as CI runs it (.ci/run calls this).
+# Works as root or as a user with sudo (sudo is used only to install missing
+# packages). Stops at the first failing stage; the last line says how many
+# stages passed.
+#
+#   - build dependencies (apt-get, skipped when all are installed)
+#   - kernel constraints: each dkms/core/*.c compiled alone with gcc,
+#     freestanding, no FP registers, stack frames under 256 bytes, and
+#     nothing called but the OS shim, memcpy and memset (build-ci-kernel/)
+#   - the core and its kernel OS shim built with Kbuild, W=1, -Werror, against
+#     Debian's kernel headers (ci/kbuild-core-check.sh)
+#   - every public header compiled alone, as C and as C++, gcc and clang
+#   - gcc, -Werror, RelWithDebInfo (build-ci/): build, ctest
+#   - clang, ASan + UBSan (build-ci-san/): build, ctest
+#   - clang, libFuzzer (build-ci-fuzz/): build, tests/fuzz/run.sh for 60 s
+#   - the main job, ci/main.sh (demo and benchmark, build/)
+#
+# TB5_FUZZ_SECONDS overrides the fuzzing time.
+set -euo pipefail
+# shellcheck source=ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap tb5_summary EXIT
+cd "$TB5_ROOT"
+
+CORE=dkms/core
+COREOS=src/coreos
+
+# The flags the kernel constraints are checked with. -O2 because kbuild
+# builds at -O2 and inlining changes frame sizes.
+KERNEL_CFLAGS=(-std=gnu11 -O2 -ffreestanding -fno-builtin -mgeneral-regs-only
+	-Wframe-larger-than=256 -Wvla -Wall -Wextra -Werror)
+# What a core object may leave undefined: its own and the shim's tb5_*
+# functions, and the two functions tb5_os.h says every platform provides.
+KERNEL_ALLOWED_UNDEF='^(tb5_[A-Za-z0-9_]+|memcpy|memset)$'
+
+# Public headers: every header of the core but its internal ones. (The
+# kernel's platform header, dkms/os/tb5_os_linux.h, is Kbuild's to check.)
+mapfile -t PUBLIC_HEADERS < <(find "$CORE" -maxdepth 1 -name '*.h' \
+	! -name '*_internal.h' | sort)
+
+kernel_constraints() {
+	local out=build-ci-kernel src obj bad n=0
+
+	rm -rf "$out"
+	mkdir -p "$out"
+	for src in "$CORE"/*.c; do
+		obj=$out/$(basename "$src" .c).o
+		echo "gcc ${KERNEL_CFLAGS[*]} -c $src"
+		gcc "${KERNEL_CFLAGS[@]}" -I "$CORE" -I "$COREOS" -c "$src" -o "$obj"
+		bad=$(nm -u "$obj" | awk '{ print $2 }' |
+			grep -Ev "$KERNEL_ALLOWED_UNDEF" | tr '\n' ' ' || true)
+		if [[ -n $bad ]]; then
+			echo "$src calls outside the OS shim: $bad" >&2
+			return 1
+		fi
+		n=$((n + 1))
+	done
+	((n > 0)) || tb5_die "no core sources in $CORE"
+	echo "kernel constraints: $n core files OK"
+}
+
+headers_alone() {
+	local hdr cc n=0
+	local -a compilers=(
+		"gcc -x c -std=gnu11"
+		"clang -x c -std=gnu11"
+		"g++ -x c++ -std=c++20"
+		"clang++ -x c++ -std=c++20"
+	)
+
+	((${#PUBLIC_HEADERS[@]} > 0)) || tb5_die "no public headers in $CORE"
+	for hdr in "${PUBLIC_HEADERS[@]}"; do
+		for cc in "${compilers[@]}"; do
+			# Twice, so that a missing include guard shows too.
+			# shellcheck disable=SC2086  # $cc is a command line
+			printf '#include "%s"\n#include "%s"\n' \
+				"${hdr##*/}" "${hdr##*/}" |
+				$cc -Wall -Wextra -Werror -I "$CORE" -I "$COREOS" \
+					-fsyntax-only - ||
+				{ echo "$hdr does not compile alone: $cc" >&2; return 1; }
+			n=$((n + 1))
+		done
+		echo "$hdr: C and C++, gcc and clang: OK"
+	done
+	echo "headers: $n compilations OK"
+}
+
+run_ctest() {
+	ctest --test-dir "$1" --output-on-failure --no-tests=error -j "$TB5_JOBS"
+}
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+tb5_stage "build dependencies" tb5_install_deps "${TB5_DEPS_TEST[@]}"
+tb5_stage "kernel constraints of the core (gcc, freestanding)" kernel_constraints
+tb5_stage "the core as kernel code (Kbuild, W=1)" bash ci/kbuild-core-check.sh
+tb5_stage "public headers alone, as C and as C++" headers_alone
+tb5_stage "build (gcc, -Werror, RelWithDebInfo, build-ci/)" tb5_build build-ci \
+	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTB5_WERROR=ON \
+	-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
+tb5_stage "unit tests (gcc)" run_ctest build-ci
+tb5_stage "build (clang, ASan+UBSan, build-ci-san/)" tb5_build build-ci-san \
+	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTB5_WERROR=ON \
+	-DTB5_SANITIZE=address,undefined \
+	-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+tb5_stage "unit tests (clang, ASan+UBSan)" run_ctest build-ci-san
+tb5_stage "build (clang, libFuzzer, build-ci-fuzz/)" tb5_build build-ci-fuzz \
+	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTB5_WERROR=ON \
+	-DTB5_BUILD_FUZZERS=ON -DTB5_BUILD_BENCHMARKS=OFF \
+	-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+tb5_stage "fuzz tb5-fuzz-rx (${TB5_FUZZ_SECONDS:-60} s)" \
+	bash tests/fuzz/run.sh build-ci-fuzz "${TB5_FUZZ_SECONDS:-60}"
+tb5_stage "main job (ci/main.sh)" ci/main.sh
