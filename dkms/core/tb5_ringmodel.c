@@ -25,6 +25,7 @@ struct rm_rx_desc {
 
 struct rm_end {
 	struct tb5_link *link;
+	uint64_t *done;			/* cookies of moved frames, to report */
 	struct rm_tx_desc *tx;
 	uint32_t tx_head;
 	uint32_t tx_count;
@@ -36,6 +37,12 @@ struct rm_end {
 };
 
 struct tb5_rm_pair {
+	/*
+	 * Guards the rings. Never held while the model calls into a link, so
+	 * a link's tx op (called under the link's lock) may take it.
+	 */
+	struct tb5_os_spinlock *lock;
+	uint32_t plug_epoch;		/* bumped by unplug: stale peeks are void */
 	uint32_t ring_size;
 	tb5_rm_resolve_fn resolve;
 	void *resolve_priv;
@@ -49,6 +56,7 @@ static void end_free(struct rm_end *e)
 	tb5_os_free(e->rx_buffers);
 	tb5_os_free(e->rx);
 	tb5_os_free(e->tx);
+	tb5_os_free(e->done);
 }
 
 static int end_init(struct rm_end *e, uint32_t ring_size)
@@ -57,8 +65,9 @@ static int end_init(struct rm_end *e, uint32_t ring_size)
 
 	e->tx = tb5_os_zalloc(sizeof(*e->tx) * ring_size);
 	e->rx = tb5_os_zalloc(sizeof(*e->rx) * ring_size);
+	e->done = tb5_os_zalloc(sizeof(*e->done) * ring_size);
 	e->rx_buffers = tb5_os_zalloc((size_t)TB5_FRAME_MAX * ring_size);
-	if (!e->tx || !e->rx || !e->rx_buffers) {
+	if (!e->tx || !e->rx || !e->done || !e->rx_buffers) {
 		end_free(e);
 		return -ENOMEM;
 	}
@@ -83,8 +92,11 @@ int tb5_rm_create(uint32_t ring_size, tb5_rm_resolve_fn resolve,
 	pair->resolve = resolve;
 	pair->resolve_priv = resolve_priv;
 	pair->plugged = true;
-	if (end_init(&pair->end[0], ring_size))
+	pair->lock = tb5_os_lock_create();
+	if (!pair->lock)
 		goto err_free_pair;
+	if (end_init(&pair->end[0], ring_size))
+		goto err_free_lock;
 	if (end_init(&pair->end[1], ring_size))
 		goto err_free_end0;
 	*out = pair;
@@ -92,6 +104,8 @@ int tb5_rm_create(uint32_t ring_size, tb5_rm_resolve_fn resolve,
 
 err_free_end0:
 	end_free(&pair->end[0]);
+err_free_lock:
+	tb5_os_lock_destroy(pair->lock);
 err_free_pair:
 	tb5_os_free(pair);
 	return -ENOMEM;
@@ -103,13 +117,17 @@ void tb5_rm_destroy(struct tb5_rm_pair *pair)
 		return;
 	end_free(&pair->end[1]);
 	end_free(&pair->end[0]);
+	tb5_os_lock_destroy(pair->lock);
 	tb5_os_free(pair);
 }
 
 void tb5_rm_attach(struct tb5_rm_pair *pair, int end, struct tb5_link *link)
 {
-	if (end == 0 || end == 1)
-		pair->end[end].link = link;
+	if (end != 0 && end != 1)
+		return;
+	tb5_os_lock(pair->lock);
+	pair->end[end].link = link;
+	tb5_os_unlock(pair->lock);
 }
 
 int tb5_rm_tx(struct tb5_rm_pair *pair, int end,
@@ -118,17 +136,23 @@ int tb5_rm_tx(struct tb5_rm_pair *pair, int end,
 	struct rm_end *e;
 	struct rm_tx_desc *d;
 
+	int ret = 0;
+
 	if (end != 0 && end != 1)
 		return -EINVAL;
-	if (!pair->plugged)
-		return -ENOLINK;
 	if (!f->len || f->len > TB5_FRAME_MAX ||
 	    (f->sof == TB5_SOF_HEADER && f->len > TB5_WIRE_MAX_LEN))
 		return -EINVAL;
 	e = &pair->end[end];
+	tb5_os_lock(pair->lock);
+	if (!pair->plugged) {
+		ret = -ENOLINK;
+		goto out;
+	}
 	if (e->tx_count == pair->ring_size) {
 		pair->stats.tx_full++;
-		return -ENOSPC;
+		ret = -ENOSPC;
+		goto out;
 	}
 	d = &e->tx[(e->tx_head + e->tx_count) & (pair->ring_size - 1)];
 	d->sof = f->sof;
@@ -141,45 +165,41 @@ int tb5_rm_tx(struct tb5_rm_pair *pair, int end,
 	e->tx_count++;
 	if (e->tx_count > pair->stats.tx_high_water)
 		pair->stats.tx_high_water = e->tx_count;
-	return 0;
+out:
+	tb5_os_unlock(pair->lock);
+	return ret;
 }
 
 /*
  * The DMA engine's part for one direction: TX ring of @from into the RX ring
- * of @to, while the RX ring has room (end-to-end flow control).
+ * of @to, while the RX ring has room (end-to-end flow control). The moves
+ * happen under the pair's lock; the completions are reported after it is
+ * dropped, because reporting one lets the link queue the next frame.
  */
 static uint32_t move_frames(struct tb5_rm_pair *pair, struct rm_end *from,
 			    struct rm_end *to, uint32_t budget)
 {
 	uint32_t mask = pair->ring_size - 1;
-	uint32_t moved = 0;
+	struct tb5_link *link;
+	uint32_t moved = 0, i;
 
+	tb5_os_lock(pair->lock);
+	link = from->link;
 	while (moved < budget && from->tx_count && pair->plugged) {
 		struct rm_tx_desc *d = &from->tx[from->tx_head];
 		struct rm_rx_desc *r;
-		uint64_t cookie = d->cookie;
-		bool good = true;
+		const void *src = d->header;
 
 		if (to->rx_count == pair->ring_size) {
 			pair->stats.rx_full++;
 			break;
 		}
 		r = &to->rx[(to->rx_head + to->rx_count) & mask];
-		if (d->sof == TB5_SOF_HEADER) {
-			memcpy(r->buf, d->header, d->len);
-		} else {
-			const void *src = pair->resolve(pair->resolve_priv,
-							&d->payload, d->len);
-
-			if (src)
-				memcpy(r->buf, src, d->len);
-			else
-				good = false;
-		}
-		from->tx_head = (from->tx_head + 1) & mask;
-		from->tx_count--;
-		moved++;
-		if (good) {
+		if (d->sof != TB5_SOF_HEADER)
+			src = pair->resolve(pair->resolve_priv, &d->payload,
+					    d->len);
+		if (src) {
+			memcpy(r->buf, src, d->len);
 			r->sof = d->sof;
 			r->eof = d->eof;
 			r->len = d->len;
@@ -191,29 +211,55 @@ static uint32_t move_frames(struct tb5_rm_pair *pair, struct rm_end *from,
 			pair->stats.bad_payload++;
 		}
 		/* The frame left the TX ring: its memory is free again. */
-		if (from->link)
-			tb5_link_tx_done(from->link, cookie);
+		from->done[moved++] = d->cookie;
+		from->tx_head = (from->tx_head + 1) & mask;
+		from->tx_count--;
 	}
+	tb5_os_unlock(pair->lock);
+
+	for (i = 0; link && i < moved; i++)
+		tb5_link_tx_done(link, from->done[i]);
 	return moved;
 }
 
-/* The interrupt handler's part: hand received frames up, re-post buffers. */
+/*
+ * The interrupt handler's part: hand received frames up, re-post buffers.
+ * Only this (single) stepper consumes or fills an RX ring, so the frame at
+ * the head stays put while the link reads it without the lock.
+ */
 static uint32_t deliver_frames(struct tb5_rm_pair *pair, struct rm_end *e,
 			       uint32_t budget)
 {
 	uint32_t mask = pair->ring_size - 1;
 	uint32_t delivered = 0;
 
-	while (delivered < budget && e->rx_count && !e->paused &&
-	       pair->plugged) {
-		struct rm_rx_desc *r = &e->rx[e->rx_head];
+	while (delivered < budget) {
+		struct rm_rx_desc *r;
+		struct tb5_link *link;
+		uint32_t epoch;
 
-		if (e->link)
-			tb5_link_rx(e->link, r->sof, r->eof, r->buf, r->len);
-		e->rx_head = (e->rx_head + 1) & mask;
-		e->rx_count--;
+		tb5_os_lock(pair->lock);
+		if (!e->rx_count || e->paused || !pair->plugged) {
+			tb5_os_unlock(pair->lock);
+			break;
+		}
+		r = &e->rx[e->rx_head];
+		link = e->link;
+		epoch = pair->plug_epoch;
+		tb5_os_unlock(pair->lock);
+
+		if (link)
+			tb5_link_rx(link, r->sof, r->eof, r->buf, r->len);
+
+		tb5_os_lock(pair->lock);
+		/* An unplug meanwhile emptied the ring: nothing to re-post. */
+		if (epoch == pair->plug_epoch) {
+			e->rx_head = (e->rx_head + 1) & mask;
+			e->rx_count--;
+			pair->stats.delivered++;
+		}
+		tb5_os_unlock(pair->lock);
 		delivered++;
-		pair->stats.delivered++;
 	}
 	return delivered;
 }
@@ -240,57 +286,95 @@ uint32_t tb5_rm_run(struct tb5_rm_pair *pair, uint32_t max_steps)
 
 void tb5_rm_pause_rx(struct tb5_rm_pair *pair, int end, bool paused)
 {
-	if (end == 0 || end == 1)
-		pair->end[end].paused = paused;
+	if (end != 0 && end != 1)
+		return;
+	tb5_os_lock(pair->lock);
+	pair->end[end].paused = paused;
+	tb5_os_unlock(pair->lock);
 }
 
 void tb5_rm_unplug(struct tb5_rm_pair *pair)
 {
+	struct tb5_link *links[2];
 	int i;
 
-	if (!pair->plugged)
+	tb5_os_lock(pair->lock);
+	if (!pair->plugged) {
+		tb5_os_unlock(pair->lock);
 		return;
+	}
 	pair->plugged = false;
+	pair->plug_epoch++;
 	/* Everything on the rings is lost, as with a pulled cable. */
 	for (i = 0; i < 2; i++) {
 		pair->end[i].tx_head = 0;
 		pair->end[i].tx_count = 0;
 		pair->end[i].rx_head = 0;
 		pair->end[i].rx_count = 0;
+		links[i] = pair->end[i].link;
 	}
+	tb5_os_unlock(pair->lock);
 	for (i = 0; i < 2; i++)
-		if (pair->end[i].link)
-			tb5_link_down(pair->end[i].link, -ENOLINK);
+		if (links[i])
+			tb5_link_down(links[i], -ENOLINK);
 }
 
 void tb5_rm_plug(struct tb5_rm_pair *pair)
 {
+	struct tb5_link *links[2];
 	int i;
 
-	if (pair->plugged)
+	tb5_os_lock(pair->lock);
+	if (pair->plugged) {
+		tb5_os_unlock(pair->lock);
 		return;
+	}
 	pair->plugged = true;
+	links[0] = pair->end[0].link;
+	links[1] = pair->end[1].link;
+	tb5_os_unlock(pair->lock);
 	for (i = 0; i < 2; i++)
-		if (pair->end[i].link)
-			tb5_link_up(pair->end[i].link);
+		if (links[i])
+			tb5_link_up(links[i]);
 }
 
 bool tb5_rm_plugged(struct tb5_rm_pair *pair)
 {
-	return pair->plugged;
+	bool plugged;
+
+	tb5_os_lock(pair->lock);
+	plugged = pair->plugged;
+	tb5_os_unlock(pair->lock);
+	return plugged;
 }
 
 uint32_t tb5_rm_tx_used(struct tb5_rm_pair *pair, int end)
 {
-	return (end == 0 || end == 1) ? pair->end[end].tx_count : 0;
+	uint32_t n = 0;
+
+	if (end != 0 && end != 1)
+		return 0;
+	tb5_os_lock(pair->lock);
+	n = pair->end[end].tx_count;
+	tb5_os_unlock(pair->lock);
+	return n;
 }
 
 uint32_t tb5_rm_rx_used(struct tb5_rm_pair *pair, int end)
 {
-	return (end == 0 || end == 1) ? pair->end[end].rx_count : 0;
+	uint32_t n = 0;
+
+	if (end != 0 && end != 1)
+		return 0;
+	tb5_os_lock(pair->lock);
+	n = pair->end[end].rx_count;
+	tb5_os_unlock(pair->lock);
+	return n;
 }
 
 void tb5_rm_get_stats(struct tb5_rm_pair *pair, struct tb5_rm_stats *st)
 {
+	tb5_os_lock(pair->lock);
 	*st = pair->stats;
+	tb5_os_unlock(pair->lock);
 }

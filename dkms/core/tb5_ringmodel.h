@@ -17,9 +17,13 @@
  *     re-posts their descriptors.
  *
  * tb5_rm_tx() only queues: no callback ever runs inside it, so completions
- * are always asynchronous to the caller, as on hardware. The model has no
- * lock of its own: one thread drives a pair (the kernel's loop backend wraps
- * it in its own lock and work item; the tests drive it directly).
+ * are always asynchronous to the caller, as on hardware.
+ *
+ * Threads: one thread at a time steps a pair (the kernel's loop backend from
+ * a work item, the tests directly); any thread may call tb5_rm_tx(), pause,
+ * unplug and plug meanwhile. The pair's own lock guards the rings and is
+ * never held while the model calls into a link, so a link's tx op, which
+ * runs under the link's lock, may call tb5_rm_tx().
  *
  * Unplugging a pair drops every frame on its rings and tells both links
  * tb5_link_down(-ENOLINK); plugging it back brings both links up again.
