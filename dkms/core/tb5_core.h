@@ -98,18 +98,18 @@ struct tb5_tx_frame {
 	uint64_t cookie;
 };
 
-enum tb5_cqe_op {
-	TB5_OP_SEND = 1,
-	TB5_OP_RECV = 2,
+enum tb5_completion_op {
+	TB5_COMPLETION_SEND = 1,
+	TB5_COMPLETION_RECV = 2,
 };
 
 /* A completed send or receive. */
-struct tb5_cqe {
+struct tb5_completion {
 	uint64_t user_id;	/* as given to tb5_post_send / tb5_post_recv */
 	uint64_t bytes;		/* bytes moved (the message size for a receive) */
 	int32_t status;		/* 0, or a negative errno */
 	uint32_t tag;
-	uint32_t op;		/* enum tb5_cqe_op */
+	uint32_t op;		/* enum tb5_completion_op */
 	uint32_t reserved;
 };
 
@@ -151,7 +151,7 @@ struct tb5_link_ops {
 	int (*copy_to)(void *priv, const struct tb5_mem *dst, const void *src,
 		       uint32_t len);
 	/* A send or receive of the endpoint whose context is @ep_ctx is done. */
-	void (*complete)(void *priv, void *ep_ctx, const struct tb5_cqe *cqe);
+	void (*complete)(void *priv, void *ep_ctx, const struct tb5_completion *cqe);
 	/* Something happened to an endpoint (enum tb5_event). */
 	void (*event)(void *priv, void *ep_ctx, enum tb5_event ev, int status);
 };

@@ -260,7 +260,7 @@ static int link_tx(struct tb5_link *link, const struct tb5_tx_frame *f)
 	if (ret) {
 		/* Anything but a full ring is the backend's trouble: stall too. */
 		link->stats.tx_stalls++;
-		if (ret != -ENOSPC)
+		if (ret != -ENOSPC && ret != -ENOLINK)
 			tb5_os_log(TB5_LOG_WARN, "tx refused: %d", ret);
 		return ret;
 	}

@@ -35,14 +35,14 @@ static uint64_t send_cookie(const struct tb5_ep *ep, uint32_t slot,
 static void complete_send(struct tb5_ep *ep, struct tb5_send *s, int32_t status)
 {
 	struct tb5_link *link = ep->link;
-	struct tb5_cqe cqe;
+	struct tb5_completion cqe;
 
 	memset(&cqe, 0, sizeof(cqe));
 	cqe.user_id = s->user_id;
 	cqe.bytes = status ? 0 : s->len;
 	cqe.status = status;
 	cqe.tag = s->tag;
-	cqe.op = TB5_OP_SEND;
+	cqe.op = TB5_COMPLETION_SEND;
 	if (s->state == TB5_SEND_MATCHED)
 		ep->matched--;
 	s->state = TB5_SEND_FREE;
@@ -54,14 +54,14 @@ static void complete_send(struct tb5_ep *ep, struct tb5_send *s, int32_t status)
 static void complete_recv(struct tb5_ep *ep, struct tb5_recv *r, int32_t status)
 {
 	struct tb5_link *link = ep->link;
-	struct tb5_cqe cqe;
+	struct tb5_completion cqe;
 
 	memset(&cqe, 0, sizeof(cqe));
 	cqe.user_id = r->user_id;
 	cqe.bytes = status ? 0 : r->msg_len;
 	cqe.status = status;
 	cqe.tag = r->tag;
-	cqe.op = TB5_OP_RECV;
+	cqe.op = TB5_COMPLETION_RECV;
 	r->state = TB5_RECV_FREE;
 	if (!status)
 		link->stats.rx_msgs++;

@@ -42,7 +42,7 @@ struct ep_ctx {
 	struct tb5_ep *ep;
 	unsigned connected, incoming, peer_closed, errors, released;
 	int last_error;
-	struct tb5_cqe cqes[MAX_CQES];
+	struct tb5_completion cqes[MAX_CQES];
 	unsigned ncqes;
 };
 
@@ -82,7 +82,7 @@ static int node_copy_to(void *priv, const struct tb5_mem *dst, const void *src,
 	return 0;
 }
 
-static void node_complete(void *priv, void *ep_ctx, const struct tb5_cqe *cqe)
+static void node_complete(void *priv, void *ep_ctx, const struct tb5_completion *cqe)
 {
 	struct ep_ctx *c = ep_ctx;
 
@@ -145,7 +145,7 @@ static void run(struct tb5_rm_pair *pair)
 }
 
 /* Take the completion of @user_id from @c; false if there is none. */
-static int take_cqe(struct ep_ctx *c, uint64_t user_id, struct tb5_cqe *out)
+static int take_cqe(struct ep_ctx *c, uint64_t user_id, struct tb5_completion *out)
 {
 	unsigned i;
 
@@ -190,7 +190,7 @@ static void message(struct tb5_rm_pair *pair, struct ep_ctx *tx,
 	uint8_t *src = malloc(size ? size : 1);
 	uint8_t *dst = malloc(size + CANARY);
 	struct tb5_mem sm, dm;
-	struct tb5_cqe sc, rc;
+	struct tb5_completion sc, rc;
 	uint64_t i, bad = 0;
 	char name[64];
 	int ret;
@@ -241,7 +241,7 @@ static void truncated(struct tb5_rm_pair *pair, struct ep_ctx *tx,
 {
 	uint8_t src[200], dst[100 + CANARY];
 	struct tb5_mem sm = mem_of(src), dm = mem_of(dst);
-	struct tb5_cqe sc, rc;
+	struct tb5_completion sc, rc;
 	unsigned i, touched = 0;
 
 	memset(&sc, 0, sizeof(sc));
@@ -414,7 +414,7 @@ int main(int argc, char **argv)
 	struct ep_ctx ca2 = { .name = "A (2nd)" }, cb2 = { .name = "B (2nd)" };
 	struct tb5_link_config cfg;
 	struct tb5_rm_pair *pair = NULL;
-	struct tb5_cqe cqe;
+	struct tb5_completion cqe;
 	uint8_t buf[64];
 	struct tb5_mem m = mem_of(buf);
 	unsigned i;

@@ -18,7 +18,7 @@ int CopyTo(void *, const tb5_mem *dst, const void *src, uint32_t len)
 	return 0;
 }
 
-void Complete(void *, void *ctx, const tb5_cqe *c)
+void Complete(void *, void *ctx, const tb5_completion *c)
 {
 	EpCtx *e = static_cast<EpCtx *>(ctx);
 

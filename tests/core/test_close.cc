@@ -38,7 +38,7 @@ protected:
 	{
 		EXPECT_EQ(h.outstanding(ep), 0u);
 		ASSERT_EQ(h.cq(ep).size(), n);
-		for (const tb5_cqe &e : h.cq(ep))
+		for (const tb5_completion &e : h.cq(ep))
 			EXPECT_EQ(e.status, status) << "user_id " << e.user_id;
 	}
 
@@ -190,14 +190,14 @@ TEST_F(Close, ReceiverClosesWhileItsTxRingIsFull)
 		       h.count_events(c.client, TB5_EV_PEER_CLOSED) > 0;
 	}));
 	h.run();
-	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_OP_RECV, 1, -ECANCELED, 0, 4));
-	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_OP_SEND, 2, -ECANCELED, 0, 5));
+	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_COMPLETION_RECV, 1, -ECANCELED, 0, 4));
+	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_COMPLETION_SEND, 2, -ECANCELED, 0, 5));
 	// The forward send may have left the client's ring before the CLOSE
 	// arrived: then it completed, as a send does once its bytes are out.
-	const tb5_cqe *fs = h.find_cqe(c.client, TB5_OP_SEND, 1);
+	const tb5_completion *fs = h.find_cqe(c.client, TB5_COMPLETION_SEND, 1);
 	ASSERT_NE(fs, nullptr);
 	EXPECT_TRUE(fs->status == 0 || fs->status == -ECONNRESET) << fs->status;
-	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_OP_RECV, 2, -ECONNRESET, 0, 5));
+	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_COMPLETION_RECV, 2, -ECONNRESET, 0, 5));
 	EXPECT_EQ(tb5test::find_not(fwd.dst.data() + h.bytes_copied(1),
 				    fwd.dst.size() - h.bytes_copied(1), Message::kFill),
 		  fwd.dst.size() - h.bytes_copied(1));
@@ -247,10 +247,10 @@ TEST_F(CloseMidBurst, SenderCloses)
 	h.close(c.client);
 	ASSERT_TRUE(h.run_until([&] { return h.released(c.client); }));
 	// The send's frames had to leave the ring before it could complete.
-	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_OP_SEND, 1, -ECANCELED, 0, 4));
+	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_COMPLETION_SEND, 1, -ECANCELED, 0, 4));
 
 	ASSERT_TRUE(h.run_until([&] { return h.count_events(c.server, TB5_EV_PEER_CLOSED) > 0; }));
-	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_OP_RECV, 1, -ECONNRESET, 0, 4));
+	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_COMPLETION_RECV, 1, -ECONNRESET, 0, 4));
 	const uint64_t at_fail = h.bytes_copied(1);
 	h.run();
 	EXPECT_EQ(h.bytes_copied(1), at_fail);
@@ -264,11 +264,11 @@ TEST_F(CloseMidBurst, ReceiverCloses)
 	start();
 	h.close(c.server);
 	ASSERT_TRUE(h.run_until([&] { return h.released(c.server); }));
-	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_OP_RECV, 1, -ECANCELED, 0, 4));
+	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_COMPLETION_RECV, 1, -ECANCELED, 0, 4));
 
 	ASSERT_TRUE(h.run_until([&] { return h.count_events(c.client, TB5_EV_PEER_CLOSED) > 0; }));
 	h.run();
-	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_OP_SEND, 1, -ECONNRESET, 0, 4));
+	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_COMPLETION_SEND, 1, -ECONNRESET, 0, 4));
 	// The rest of the burst in flight arrived for a closed endpoint and
 	// was dropped: the harness refuses (and reports) any copy into a
 	// receive that has completed, so what landed is a prefix.
@@ -292,8 +292,8 @@ TEST_F(CloseMidBurst, ReceiverClosesWhileStalled)
 		       h.count_events(c.client, TB5_EV_PEER_CLOSED) > 0;
 	}));
 	h.run();
-	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_OP_RECV, 1, -ECANCELED, 0, 4));
-	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_OP_SEND, 1, -ECONNRESET, 0, 4));
+	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_COMPLETION_RECV, 1, -ECANCELED, 0, 4));
+	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_COMPLETION_SEND, 1, -ECONNRESET, 0, 4));
 	// A full ring's worth of frames waited for the closed receiver: none
 	// of them may land.
 	EXPECT_EQ(h.bytes_copied(1), before);

@@ -214,7 +214,7 @@ TEST_F(Handshake, BacklogPairsEachConnectorWithItsOwnEndpoint)
 	h.run();
 	std::vector<int> got(kConns, 0);
 	for (int i = 0; i < kConns; i++) {
-		ASSERT_TRUE(tb5test::completed(h, clients[i], TB5_OP_RECV, 50 + i, 0, 1000, 9));
+		ASSERT_TRUE(tb5test::completed(h, clients[i], TB5_COMPLETION_RECV, 50 + i, 0, 1000, 9));
 		int from = -1;
 		for (int j = 0; j < kConns; j++)
 			if (tb5test::find_mismatch(bufs[i].data(), 1000, 100 + j) == 1000)

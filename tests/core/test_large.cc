@@ -37,11 +37,11 @@ TEST(Large, OneGibibyteMessage)
 	ASSERT_EQ(h.post_recv(c.server, dst.get(), kSize, 77, 1), 0);
 	ASSERT_EQ(h.post_send(c.client, src.get(), kSize, 77, 1), 0);
 	ASSERT_TRUE(h.run_until([&] {
-		return h.find_cqe(c.client, TB5_OP_SEND, 1) &&
-		       h.find_cqe(c.server, TB5_OP_RECV, 1);
+		return h.find_cqe(c.client, TB5_COMPLETION_SEND, 1) &&
+		       h.find_cqe(c.server, TB5_COMPLETION_RECV, 1);
 	}));
-	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_OP_SEND, 1, 0, kSize, 77));
-	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_OP_RECV, 1, 0, kSize, 77));
+	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_COMPLETION_SEND, 1, 0, kSize, 77));
+	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_COMPLETION_RECV, 1, 0, kSize, 77));
 	EXPECT_EQ(h.bytes_copied(1), kSize);
 	EXPECT_EQ(tb5test::find_mismatch(dst.get(), kSize, kSeed), kSize);
 	EXPECT_EQ(tb5test::find_not(dst.get() + kSize, 4096, 0x6b), 4096u);

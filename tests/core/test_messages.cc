@@ -284,7 +284,7 @@ TEST(Messages, SendsWaitForTheirOwnTag)
 	ASSERT_EQ(h.post_recv(c.server, b.dst.data(), b.len, b.tag, b.user_id), 0);
 	h.run();
 	EXPECT_TRUE(b.delivered(h, c.client, c.server));
-	EXPECT_EQ(h.find_cqe(c.client, TB5_OP_SEND, a.user_id), nullptr);
+	EXPECT_EQ(h.find_cqe(c.client, TB5_COMPLETION_SEND, a.user_id), nullptr);
 	ASSERT_EQ(h.post_recv(c.server, a.dst.data(), a.len, a.tag, a.user_id), 0);
 	h.run();
 	EXPECT_TRUE(a.delivered(h, c.client, c.server));

@@ -56,7 +56,7 @@ TEST_P(PeerGone, UnplugWithTransfersInFlight)
 		SCOPED_TRACE(ep == big.client ? "big.client" : ep == big.server ? "big.server" :
 			     ep == idle.client ? "idle.client" : "idle.server");
 		EXPECT_EQ(h.outstanding(ep), 0u) << "operations left hanging";
-		for (const tb5_cqe &e : h.cq(ep))
+		for (const tb5_completion &e : h.cq(ep))
 			EXPECT_EQ(e.status, -ENOLINK) << "user_id " << e.user_id;
 		EXPECT_EQ(tb5_ep_state(ep->ep), TB5_EP_ERROR);
 		EXPECT_EQ(h.count_events(ep, TB5_EV_ERROR), 1);

@@ -172,7 +172,7 @@ class LinkConfig : public ::testing::TestWithParam<BadConfig> {};
 
 int noop_tx(void *, const tb5_tx_frame *) { return 0; }
 int noop_copy(void *, const tb5_mem *, const void *, uint32_t) { return 0; }
-void noop_complete(void *, void *, const tb5_cqe *) {}
+void noop_complete(void *, void *, const tb5_completion *) {}
 void noop_event(void *, void *, tb5_event, int) {}
 
 const tb5_link_ops kNoopOps = {noop_tx, noop_copy, noop_complete, noop_event};

@@ -52,12 +52,12 @@ TEST_P(Truncation, NothingWrittenAndConnectionSurvives)
 	ASSERT_EQ(h.post_recv(c.server, rbuf, rlen, 5, 1), 0);
 	ASSERT_EQ(h.post_send(c.client, big.data(), slen, 5, 1), 0);
 	ASSERT_TRUE(h.run_until([&] {
-		return h.find_cqe(c.client, TB5_OP_SEND, 1) &&
-		       h.find_cqe(c.server, TB5_OP_RECV, 1);
+		return h.find_cqe(c.client, TB5_COMPLETION_SEND, 1) &&
+		       h.find_cqe(c.server, TB5_COMPLETION_RECV, 1);
 	}));
 	h.run();
-	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_OP_SEND, 1, -EMSGSIZE, 0, 5));
-	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_OP_RECV, 1, -EMSGSIZE, 0, 5));
+	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_COMPLETION_SEND, 1, -EMSGSIZE, 0, 5));
+	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_COMPLETION_RECV, 1, -EMSGSIZE, 0, 5));
 
 	EXPECT_EQ(tb5test::find_not(rbuf, rlen, kFillByte), rlen)
 		<< "the truncated receive's buffer was written";
@@ -75,8 +75,8 @@ TEST_P(Truncation, NothingWrittenAndConnectionSurvives)
 	ASSERT_EQ(h.post_recv(c.server, rbuf, rlen, 5, 2), 0);
 	ASSERT_EQ(h.post_send(c.client, big.data(), rlen, 5, 2), 0);
 	h.run();
-	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_OP_SEND, 2, 0, rlen, 5));
-	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_OP_RECV, 2, 0, rlen, 5));
+	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_COMPLETION_SEND, 2, 0, rlen, 5));
+	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_COMPLETION_RECV, 2, 0, rlen, 5));
 	EXPECT_EQ(tb5test::find_mismatch(rbuf, rlen, 42), rlen);
 	EXPECT_EQ(tb5test::find_not(g.data(), kCanary, kCanaryByte), kCanary);
 	EXPECT_EQ(tb5test::find_not(rbuf + rlen, kCanary, kCanaryByte), kCanary);
@@ -123,8 +123,8 @@ TEST(Truncation, OnlyTheOversizedSendFails)
 	h.run();
 	EXPECT_TRUE(first.delivered(h, c.client, c.server));
 	EXPECT_TRUE(last.delivered(h, c.client, c.server));
-	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_OP_SEND, 2, -EMSGSIZE, 0, 9));
-	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_OP_RECV, 2, -EMSGSIZE, 0, 9));
+	EXPECT_TRUE(tb5test::completed(h, c.client, TB5_COMPLETION_SEND, 2, -EMSGSIZE, 0, 9));
+	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_COMPLETION_RECV, 2, -EMSGSIZE, 0, 9));
 	EXPECT_EQ(tb5test::find_not(over.dst.data(), over.dst.size(), Message::kFill),
 		  over.dst.size());
 }

@@ -87,7 +87,7 @@ struct Ep {
 
 struct Op {
 	Ep *ep;
-	uint32_t op;	// TB5_OP_SEND or TB5_OP_RECV
+	uint32_t op;	// TB5_COMPLETION_SEND or TB5_COMPLETION_RECV
 	uint32_t tag;
 	GuardedBuf buf;
 	uint64_t written = 0;	// receives: bytes copy_to put in
@@ -120,7 +120,7 @@ private:
 	{
 		return static_cast<Harness *>(priv)->OnCopyTo(*dst, src, len);
 	}
-	static void CompleteCb(void *priv, void *ctx, const tb5_cqe *cqe)
+	static void CompleteCb(void *priv, void *ctx, const tb5_completion *cqe)
 	{
 		static_cast<Harness *>(priv)->OnComplete(ctx, *cqe);
 	}
@@ -131,7 +131,7 @@ private:
 
 	int OnTx(const tb5_tx_frame &f);
 	int OnCopyTo(const tb5_mem &dst, const void *src, uint32_t len);
-	void OnComplete(void *ctx, const tb5_cqe &c);
+	void OnComplete(void *ctx, const tb5_completion &c);
 	void OnEvent(void *ctx, enum tb5_event ev, int status);
 	Ep *CallbackEp(void *ctx, const char *what);
 
@@ -218,7 +218,7 @@ int Harness::OnTx(const tb5_tx_frame &f)
 			Fail("tx() payload with a region in user space");
 		addr = static_cast<uintptr_t>(f.payload.offset);
 		for (const auto &[id, op] : ops_)
-			if (op->op == TB5_OP_SEND &&
+			if (op->op == TB5_COMPLETION_SEND &&
 			    op->buf.contains(addr, f.len)) {
 				from = op.get();
 				break;
@@ -250,7 +250,7 @@ int Harness::OnTx(const tb5_tx_frame &f)
 			// length and tag.
 			bool posted = false;
 			for (const auto &[id, op] : ops_)
-				if (op->op == TB5_OP_RECV &&
+				if (op->op == TB5_COMPLETION_RECV &&
 				    op->buf.size() == msg.u.cts.len &&
 				    op->tag == msg.u.cts.tag) {
 					posted = true;
@@ -291,7 +291,7 @@ int Harness::OnCopyTo(const tb5_mem &dst, const void *src, uint32_t len)
 	const uintptr_t p = static_cast<uintptr_t>(dst.offset);
 	Op *into = nullptr;
 	for (const auto &[id, op] : ops_)
-		if (op->op == TB5_OP_RECV && op->buf.contains(p, len)) {
+		if (op->op == TB5_COMPLETION_RECV && op->buf.contains(p, len)) {
 			into = op.get();
 			break;
 		}
@@ -336,7 +336,7 @@ Ep *Harness::CallbackEp(void *ctx, const char *what)
 	Fail("%s callback with an unknown ctx %p", what, ctx);
 }
 
-void Harness::OnComplete(void *ctx, const tb5_cqe &c)
+void Harness::OnComplete(void *ctx, const tb5_completion &c)
 {
 	Ep *ep = CallbackEp(ctx, "complete");
 	const auto it = ops_.find(c.user_id);
@@ -354,13 +354,13 @@ void Harness::OnComplete(void *ctx, const tb5_cqe &c)
 	if (c.bytes > op.buf.size())
 		Fail("completion of %llu bytes for a post of %zu",
 		     static_cast<unsigned long long>(c.bytes), op.buf.size());
-	if (c.status == 0 && op.op == TB5_OP_SEND && c.bytes != op.buf.size())
+	if (c.status == 0 && op.op == TB5_COMPLETION_SEND && c.bytes != op.buf.size())
 		Fail("send of %zu bytes completed with %llu", op.buf.size(),
 		     static_cast<unsigned long long>(c.bytes));
 	if (c.status == 0 && c.tag != op.tag)
 		Fail("completion with tag %u for a post with tag %u", c.tag,
 		     op.tag);
-	if (c.status == 0 && op.op == TB5_OP_RECV) {
+	if (c.status == 0 && op.op == TB5_COMPLETION_RECV) {
 		if (op.written != c.bytes)
 			Fail("receive completed with %llu bytes, %llu were copied",
 			     static_cast<unsigned long long>(c.bytes),
@@ -370,14 +370,14 @@ void Harness::OnComplete(void *ctx, const tb5_cqe &c)
 				Fail("receive of %llu bytes wrote offset %zu",
 				     static_cast<unsigned long long>(c.bytes), i);
 	}
-	if (op.op == TB5_OP_SEND && tx_.References(op.buf))
+	if (op.op == TB5_COMPLETION_SEND && tx_.References(op.buf))
 		Fail("send completed while its frames are still on the TX "
 		     "ring");
 	if (c.status == 0)
-		(op.op == TB5_OP_SEND ? ok_sends_ : ok_recvs_)++;
+		(op.op == TB5_COMPLETION_SEND ? ok_sends_ : ok_recvs_)++;
 	if (Tracing())
 		fprintf(stderr, "  complete %s id %llu: status %d, %llu bytes\n",
-			op.op == TB5_OP_SEND ? "send" : "recv",
+			op.op == TB5_COMPLETION_SEND ? "send" : "recv",
 			static_cast<unsigned long long>(c.user_id), c.status,
 			static_cast<unsigned long long>(c.bytes));
 	ep->outstanding--;
@@ -476,10 +476,10 @@ void Harness::Step(Act a)
 		RxPayload();
 		break;
 	case kPostRecv:
-		Post(TB5_OP_RECV);
+		Post(TB5_COMPLETION_RECV);
 		break;
 	case kPostSend:
-		Post(TB5_OP_SEND);
+		Post(TB5_COMPLETION_SEND);
 		break;
 	case kConnect:
 		Connect();
@@ -780,7 +780,7 @@ void Harness::Post(uint32_t kind)
 	op->buf = GuardedBuf(len);
 	if (live_bytes_ + op->buf.mapped() > kMaxLiveBytes)
 		return;
-	if (kind == TB5_OP_SEND)
+	if (kind == TB5_COMPLETION_SEND)
 		for (uint32_t i = 0; i < len; i++)
 			op->buf.data()[i] = static_cast<uint8_t>(i * 7 + tag);
 	else
@@ -792,7 +792,7 @@ void Harness::Post(uint32_t kind)
 	live_bytes_ += op->buf.mapped();
 	ep->outstanding++;
 	ops_[id] = std::move(op);
-	const int rc = kind == TB5_OP_SEND
+	const int rc = kind == TB5_COMPLETION_SEND
 			       ? tb5_post_send(ep->h, &mem, len, tag, id)
 			       : tb5_post_recv(ep->h, &mem, len, tag, id);
 	if (rc == 0)
@@ -800,7 +800,7 @@ void Harness::Post(uint32_t kind)
 	const auto it = ops_.find(id);
 	if (rc > 0 || it == ops_.end())
 		Fail("tb5_post_%s returned %d%s",
-		     kind == TB5_OP_SEND ? "send" : "recv", rc,
+		     kind == TB5_COMPLETION_SEND ? "send" : "recv", rc,
 		     it == ops_.end() ? " and also completed it" : "");
 	live_bytes_ -= it->second->buf.mapped();
 	ep->outstanding--;

@@ -36,17 +36,17 @@ Message::Message(uint64_t len_, uint64_t seed_, uint32_t tag_, uint64_t id,
 
 bool Message::done(TwoNode &h, Ep *from, Ep *to)
 {
-	return h.find_cqe(from, TB5_OP_SEND, user_id) &&
-	       h.find_cqe(to, TB5_OP_RECV, user_id);
+	return h.find_cqe(from, TB5_COMPLETION_SEND, user_id) &&
+	       h.find_cqe(to, TB5_COMPLETION_RECV, user_id);
 }
 
 ::testing::AssertionResult Message::delivered(TwoNode &h, Ep *from, Ep *to)
 {
-	auto r = completed(h, from, TB5_OP_SEND, user_id, 0, len, tag);
+	auto r = completed(h, from, TB5_COMPLETION_SEND, user_id, 0, len, tag);
 
 	if (!r)
 		return r << " (message " << user_id << ", " << len << " bytes)";
-	r = completed(h, to, TB5_OP_RECV, user_id, 0, len, tag);
+	r = completed(h, to, TB5_COMPLETION_RECV, user_id, 0, len, tag);
 	if (!r)
 		return r << " (message " << user_id << ", " << len << " bytes)";
 
@@ -68,8 +68,8 @@ bool Message::done(TwoNode &h, Ep *from, Ep *to)
 				     uint64_t user_id, int status,
 				     uint64_t bytes, uint32_t tag)
 {
-	const struct tb5_cqe *c = h.find_cqe(ctx, op, user_id);
-	const char *what = op == TB5_OP_SEND ? "send" : "recv";
+	const struct tb5_completion *c = h.find_cqe(ctx, op, user_id);
+	const char *what = op == TB5_COMPLETION_SEND ? "send" : "recv";
 
 	if (!c)
 		return ::testing::AssertionFailure()

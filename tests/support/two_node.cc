@@ -19,7 +19,7 @@ constexpr uint64_t kHostId[2] = {0x7b5a000000000001ull, 0x7b5b000000000002ull};
 
 const char *op_name(uint32_t op)
 {
-	return op == TB5_OP_SEND ? "send" : op == TB5_OP_RECV ? "recv" : "op?";
+	return op == TB5_COMPLETION_SEND ? "send" : op == TB5_COMPLETION_RECV ? "recv" : "op?";
 }
 
 } // namespace
@@ -281,7 +281,7 @@ int TwoNode::post(uint32_t op, Ep *ep, const void *buf, uint64_t len,
 				 reinterpret_cast<uintptr_t>(buf), len});
 
 	struct tb5_mem mem = {nullptr, reinterpret_cast<uintptr_t>(buf)};
-	int rc = op == TB5_OP_SEND
+	int rc = op == TB5_COMPLETION_SEND
 		 ? tb5_post_send(ep->ep, &mem, len, tag, user_id)
 		 : tb5_post_recv(ep->ep, &mem, len, tag, user_id);
 
@@ -300,19 +300,19 @@ int TwoNode::post(uint32_t op, Ep *ep, const void *buf, uint64_t len,
 int TwoNode::post_send(Ep *ep, const void *buf, uint64_t len, uint32_t tag,
 		       uint64_t user_id)
 {
-	return post(TB5_OP_SEND, ep, buf, len, tag, user_id);
+	return post(TB5_COMPLETION_SEND, ep, buf, len, tag, user_id);
 }
 
 int TwoNode::post_recv(Ep *ep, void *buf, uint64_t len, uint32_t tag,
 		       uint64_t user_id)
 {
-	return post(TB5_OP_RECV, ep, buf, len, tag, user_id);
+	return post(TB5_COMPLETION_RECV, ep, buf, len, tag, user_id);
 }
 
-const struct tb5_cqe *TwoNode::find_cqe(const void *ctx, uint32_t op,
+const struct tb5_completion *TwoNode::find_cqe(const void *ctx, uint32_t op,
 					uint64_t user_id)
 {
-	for (const struct tb5_cqe &c : cqs_[ctx])
+	for (const struct tb5_completion &c : cqs_[ctx])
 		if (c.op == op && c.user_id == user_id)
 			return &c;
 	return nullptr;
@@ -383,7 +383,7 @@ int TwoNode::op_copy_to(void *priv, const struct tb5_mem *dst,
 	const uintptr_t base = static_cast<uintptr_t>(dst->offset);
 
 	if (dst->region != nullptr ||
-	    !e->h->find_range(e->end, TB5_OP_RECV, base, len)) {
+	    !e->h->find_range(e->end, TB5_COMPLETION_RECV, base, len)) {
 		char buf[128];
 
 		snprintf(buf, sizeof(buf),
@@ -397,7 +397,7 @@ int TwoNode::op_copy_to(void *priv, const struct tb5_mem *dst,
 	return 0;
 }
 
-void TwoNode::op_complete(void *priv, void *ep_ctx, const struct tb5_cqe *cqe)
+void TwoNode::op_complete(void *priv, void *ep_ctx, const struct tb5_completion *cqe)
 {
 	End *e = static_cast<End *>(priv);
 	TwoNode *h = e->h;
@@ -422,10 +422,10 @@ void TwoNode::op_complete(void *priv, void *ep_ctx, const struct tb5_cqe *cqe)
 			h->violation(what + " completed with tag " +
 				     std::to_string(cqe->tag) + ", posted " +
 				     std::to_string(it->tag));
-		if (cqe->status == 0 && cqe->op == TB5_OP_RECV && cqe->bytes > it->len)
+		if (cqe->status == 0 && cqe->op == TB5_COMPLETION_RECV && cqe->bytes > it->len)
 			h->violation(what + " received " + std::to_string(cqe->bytes) +
 				     " bytes into " + std::to_string(it->len));
-		if (cqe->status == 0 && cqe->op == TB5_OP_SEND && cqe->bytes != it->len)
+		if (cqe->status == 0 && cqe->op == TB5_COMPLETION_SEND && cqe->bytes != it->len)
 			h->violation(what + " sent " + std::to_string(cqe->bytes) +
 				     " of " + std::to_string(it->len) + " bytes");
 		// From here on the buffer is the owner's again.
@@ -460,7 +460,7 @@ const void *TwoNode::resolve(void *priv, const struct tb5_mem *mem,
 	const uintptr_t base = static_cast<uintptr_t>(mem->offset);
 
 	if (mem->region != nullptr ||
-	    !h->find_range(-1, TB5_OP_SEND, base, len)) {
+	    !h->find_range(-1, TB5_COMPLETION_SEND, base, len)) {
 		char buf[128];
 
 		snprintf(buf, sizeof(buf),

@@ -106,9 +106,9 @@ public:
 		      uint64_t user_id);
 
 	// --- what happened ---
-	std::deque<struct tb5_cqe> &cq(const void *ctx) { return cqs_[ctx]; }
+	std::deque<struct tb5_completion> &cq(const void *ctx) { return cqs_[ctx]; }
 	// The completion of (@op, @user_id) on @ctx, or NULL if none yet.
-	const struct tb5_cqe *find_cqe(const void *ctx, uint32_t op,
+	const struct tb5_completion *find_cqe(const void *ctx, uint32_t op,
 				       uint64_t user_id);
 	const std::vector<Event> &events() const { return events_; }
 	int count_events(const void *ctx, enum tb5_event ev) const;
@@ -131,7 +131,7 @@ private:
 	struct Posted {
 		const void *ctx;
 		int end;
-		uint32_t op;		// enum tb5_cqe_op
+		uint32_t op;		// enum tb5_completion_op
 		uint64_t user_id;
 		uint32_t tag;
 		uintptr_t base;
@@ -142,7 +142,7 @@ private:
 	static int op_copy_to(void *priv, const struct tb5_mem *dst,
 			      const void *src, uint32_t len);
 	static void op_complete(void *priv, void *ep_ctx,
-				const struct tb5_cqe *cqe);
+				const struct tb5_completion *cqe);
 	static void op_event(void *priv, void *ep_ctx, enum tb5_event ev,
 			     int status);
 	static const void *resolve(void *priv, const struct tb5_mem *mem,
@@ -161,7 +161,7 @@ private:
 	std::vector<std::unique_ptr<Ep>> eps_;
 	std::map<std::pair<int, uint64_t>, Ep *> listeners_;
 	std::vector<Posted> posted_;
-	std::map<const void *, std::deque<struct tb5_cqe>> cqs_;
+	std::map<const void *, std::deque<struct tb5_completion>> cqs_;
 	std::vector<Event> events_;
 	std::vector<std::string> violations_;
 };

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * tb5_dev.c - link ends: the tb5 class, /dev/tb5_<n>, sysfs attributes and
+ * the callbacks through which the core reaches the backend and the owner.
+ *
+ * sysfs, per link end (/sys/class/tb5/tb5_<n>/):
+ *   state      down | up | ready
+ *   peer_id    the peer's host id (hex), or "none" before it said hello
+ *   host_id    this end's host id (hex)
+ *   ring_size  descriptors per ring
+ *   speed_mbps link speed; 0 when the backend has no wire (loop)
+ *   tx_frames tx_bytes rx_frames rx_bytes errors   counters
+ *   plugged    loop ends only: 0/1, writing 0 pulls the pair's cable
+ * and for the module (/sys/class/tb5/):
+ *   pinned_pages  user pages pinned by all contexts now
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/version.h>
+
+#include "tb5_mod.h"
+
+atomic64_t tb5_pinned_pages = ATOMIC64_INIT(0);
+static dev_t tb5_devt;
+
+static ssize_t pinned_pages_show(const struct class *class,
+				 const struct class_attribute *attr, char *buf);
+
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 4, 0)
+/* Before 6.4 class callbacks took non-const pointers. */
+static ssize_t pinned_pages_show_old(struct class *class,
+				     struct class_attribute *attr, char *buf)
+{
+	return pinned_pages_show(class, attr, buf);
+}
+static struct class_attribute class_attr_pinned_pages =
+	__ATTR(pinned_pages, 0444, pinned_pages_show_old, NULL);
+#else
+static CLASS_ATTR_RO(pinned_pages);
+#endif
+
+static ssize_t pinned_pages_show(const struct class *class,
+				 const struct class_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&tb5_pinned_pages));
+}
+
+static struct attribute *tb5_class_attrs[] = {
+	&class_attr_pinned_pages.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(tb5_class);
+
+struct class tb5_class = {
+	.name = "tb5",
+	.class_groups = tb5_class_groups,
+};
+
+/* -- per link attributes ------------------------------------------------- */
+
+static struct tb5_dev *to_tb5(struct device *d)
+{
+	return dev_get_drvdata(d);
+}
+
+static ssize_t state_show(struct device *d, struct device_attribute *a,
+			  char *buf)
+{
+	static const char *const names[] = { "down", "up", "ready" };
+	enum tb5_link_state st = tb5_link_state(to_tb5(d)->link);
+
+	return sysfs_emit(buf, "%s\n", st <= TB5_LINK_READY ? names[st] : "?");
+}
+static DEVICE_ATTR_RO(state);
+
+static ssize_t peer_id_show(struct device *d, struct device_attribute *a,
+			    char *buf)
+{
+	u64 peer;
+
+	if (tb5_link_peer(to_tb5(d)->link, &peer))
+		return sysfs_emit(buf, "none\n");
+	return sysfs_emit(buf, "%#llx\n", peer);
+}
+static DEVICE_ATTR_RO(peer_id);
+
+static ssize_t host_id_show(struct device *d, struct device_attribute *a,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%#llx\n", to_tb5(d)->host_id);
+}
+static DEVICE_ATTR_RO(host_id);
+
+static ssize_t ring_size_show(struct device *d, struct device_attribute *a,
+			      char *buf)
+{
+	return sysfs_emit(buf, "%u\n", tb5_ring_size);
+}
+static DEVICE_ATTR_RO(ring_size);
+
+static ssize_t speed_mbps_show(struct device *d, struct device_attribute *a,
+			       char *buf)
+{
+	return sysfs_emit(buf, "0\n");
+}
+static DEVICE_ATTR_RO(speed_mbps);
+
+#define TB5_STAT_ATTR(name, expr)					\
+static ssize_t name##_show(struct device *d, struct device_attribute *a, \
+			   char *buf)					\
+{									\
+	struct tb5_link_stats st;					\
+									\
+	tb5_link_get_stats(to_tb5(d)->link, &st);			\
+	return sysfs_emit(buf, "%llu\n", (unsigned long long)(expr));	\
+}									\
+static DEVICE_ATTR_RO(name)
+
+TB5_STAT_ATTR(tx_frames, st.tx_frames);
+TB5_STAT_ATTR(tx_bytes, st.tx_bytes);
+TB5_STAT_ATTR(rx_frames, st.rx_frames);
+TB5_STAT_ATTR(rx_bytes, st.rx_bytes);
+TB5_STAT_ATTR(errors, st.rx_errors);
+
+static ssize_t plugged_show(struct device *d, struct device_attribute *a,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%d\n", tb5_loop_plugged(to_tb5(d)));
+}
+
+static ssize_t plugged_store(struct device *d, struct device_attribute *a,
+			     const char *buf, size_t count)
+{
+	bool plugged;
+	int ret = kstrtobool(buf, &plugged);
+
+	if (ret)
+		return ret;
+	ret = tb5_loop_set_plugged(to_tb5(d), plugged);
+	return ret ? ret : count;
+}
+static DEVICE_ATTR_RW(plugged);
+
+static struct attribute *tb5_link_attrs[] = {
+	&dev_attr_state.attr,
+	&dev_attr_peer_id.attr,
+	&dev_attr_host_id.attr,
+	&dev_attr_ring_size.attr,
+	&dev_attr_speed_mbps.attr,
+	&dev_attr_tx_frames.attr,
+	&dev_attr_tx_bytes.attr,
+	&dev_attr_rx_frames.attr,
+	&dev_attr_rx_bytes.attr,
+	&dev_attr_errors.attr,
+	&dev_attr_plugged.attr,
+	NULL,
+};
+
+static umode_t tb5_link_attr_visible(struct kobject *kobj,
+				     struct attribute *attr, int n)
+{
+	struct tb5_dev *dev = to_tb5(kobj_to_dev(kobj));
+
+	if (attr == &dev_attr_plugged.attr && !dev->loop)
+		return 0;
+	return attr->mode;
+}
+
+static const struct attribute_group tb5_link_group = {
+	.attrs = tb5_link_attrs,
+	.is_visible = tb5_link_attr_visible,
+};
+
+static const struct attribute_group *tb5_link_groups[] = {
+	&tb5_link_group,
+	NULL,
+};
+
+/* -- the core's callbacks ------------------------------------------------ */
+
+static int tb5_dev_tx(void *priv, const struct tb5_tx_frame *frame)
+{
+	struct tb5_dev *dev = priv;
+
+	if (dev->loop)
+		return tb5_loop_tx(dev, frame);
+	return -ENOLINK;
+}
+
+static int tb5_dev_copy_to(void *priv, const struct tb5_mem *dst,
+			   const void *src, uint32_t len)
+{
+	struct tb5_mr *mr = dst->region;
+
+	/* The core checked the range against the posted receive; so did post. */
+	if (!mr || dst->offset > mr->len || len > mr->len - dst->offset)
+		return -EFAULT;
+	memcpy((u8 *)mr->kva + dst->offset, src, len);
+	return 0;
+}
+
+static void tb5_dev_complete(void *priv, void *ep_ctx,
+			     const struct tb5_completion *c)
+{
+	struct tb5_kep *kep = ep_ctx;
+	struct tb5_cqe ucqe = {};
+	struct tb5_kop *kop;
+
+	if (c->user_id >= TB5_KOPS)
+		return;
+	kop = &kep->ops[c->user_id];
+	spin_lock_bh(&kep->lock);
+	ucqe.user_data = kop->user_data;
+	if (kop->mr)
+		atomic_dec(&kop->mr->inflight);
+	kop->mr = NULL;
+	spin_unlock_bh(&kep->lock);
+
+	ucqe.bytes = c->bytes;
+	ucqe.status = c->status;
+	ucqe.tag = c->tag;
+	ucqe.op = c->op == TB5_COMPLETION_SEND ? TB5_CQE_SEND : TB5_CQE_RECV;
+	ucqe.ep = kep->handle;
+	/* The entry was reserved when the operation was posted. */
+	tb5_cq_produce(kep->ctx->cq, &ucqe);
+}
+
+static void tb5_dev_event(void *priv, void *ep_ctx, enum tb5_event ev,
+			  int status)
+{
+	struct tb5_kep *kep = ep_ctx;
+	struct tb5_ctx *ctx = kep->ctx;
+	struct tb5_cqe ucqe = {};
+	bool raise = false;
+
+	if (ev == TB5_EV_RELEASED) {
+		spin_lock_bh(&kep->lock);
+		if (kep->event_credits)
+			tb5_cq_unreserve(ctx->cq, kep->event_credits);
+		kep->event_credits = 0;
+		spin_unlock_bh(&kep->lock);
+		kfree(kep);
+		if (atomic_dec_and_test(&ctx->live_eps))
+			wake_up(&ctx->released);
+		return;
+	}
+
+	spin_lock_bh(&kep->lock);
+	if (ev == TB5_EV_ERROR)
+		kep->error = status;
+	if (ev == TB5_EV_INCOMING) {
+		/* One INCOMING at a time: accept until -EAGAIN re-arms it. */
+		raise = kep->incoming_armed && kep->event_credits;
+		kep->incoming_armed = false;
+	} else {
+		raise = kep->event_credits > 0;
+	}
+	if (raise)
+		kep->event_credits--;
+	spin_unlock_bh(&kep->lock);
+	if (!raise)
+		return;
+
+	ucqe.status = status;
+	ucqe.op = TB5_CQE_EVENT;
+	ucqe.ep = kep->handle;
+	switch (ev) {
+	case TB5_EV_CONNECTED:
+		ucqe.event = TB5_EVENT_CONNECTED;
+		break;
+	case TB5_EV_INCOMING:
+		ucqe.event = TB5_EVENT_INCOMING;
+		break;
+	case TB5_EV_PEER_CLOSED:
+		ucqe.event = TB5_EVENT_PEER_CLOSED;
+		break;
+	default:
+		ucqe.event = TB5_EVENT_ERROR;
+		break;
+	}
+	tb5_cq_produce(ctx->cq, &ucqe);
+}
+
+const struct tb5_link_ops tb5_dev_link_ops = {
+	.tx = tb5_dev_tx,
+	.copy_to = tb5_dev_copy_to,
+	.complete = tb5_dev_complete,
+	.event = tb5_dev_event,
+};
+
+/* -- lifecycle ----------------------------------------------------------- */
+
+struct tb5_dev *tb5_dev_create(u32 index, u64 host_id)
+{
+	struct tb5_link_config cfg = {
+		.ring_size = tb5_ring_size,
+		.host_id = host_id,
+	};
+	struct tb5_dev *dev;
+	int ret;
+
+	if (index >= TB5_MAX_LINKS)
+		return ERR_PTR(-ENOSPC);
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	if (!dev)
+		return ERR_PTR(-ENOMEM);
+	dev->index = index;
+	dev->host_id = host_id;
+	ret = tb5_link_create(&cfg, &tb5_dev_link_ops, dev, &dev->link);
+	if (ret) {
+		kfree(dev);
+		return ERR_PTR(ret);
+	}
+	cdev_init(&dev->cdev, &tb5_fops);
+	dev->cdev.owner = THIS_MODULE;
+	return dev;
+}
+
+/* Make /dev/tb5_<n> and its sysfs directory appear. */
+int tb5_dev_publish(struct tb5_dev *dev)
+{
+	dev_t devt = MKDEV(MAJOR(tb5_devt), dev->index);
+	int ret;
+
+	ret = cdev_add(&dev->cdev, devt, 1);
+	if (ret)
+		return ret;
+	dev->device = device_create_with_groups(&tb5_class, NULL, devt, dev,
+						tb5_link_groups, "tb5_%u",
+						dev->index);
+	if (IS_ERR(dev->device)) {
+		ret = PTR_ERR(dev->device);
+		dev->device = NULL;
+		cdev_del(&dev->cdev);
+		return ret;
+	}
+	return 0;
+}
+
+/* Make /dev/tb5_<n> and its sysfs directory go away. */
+void tb5_dev_unpublish(struct tb5_dev *dev)
+{
+	if (!dev || !dev->device)
+		return;
+	device_destroy(&tb5_class, MKDEV(MAJOR(tb5_devt), dev->index));
+	cdev_del(&dev->cdev);
+	dev->device = NULL;
+}
+
+/* The backend has stopped its rings. */
+void tb5_dev_destroy(struct tb5_dev *dev)
+{
+	if (!dev)
+		return;
+	tb5_dev_unpublish(dev);
+	tb5_link_destroy(dev->link);
+	kfree(dev);
+}
+
+int tb5_dev_init(void)
+{
+	int ret;
+
+	ret = class_register(&tb5_class);
+	if (ret)
+		return ret;
+	ret = alloc_chrdev_region(&tb5_devt, 0, TB5_MAX_LINKS, "tb5");
+	if (ret)
+		goto err_class;
+	return 0;
+
+err_class:
+	class_unregister(&tb5_class);
+	return ret;
+}
+
+void tb5_dev_exit(void)
+{
+	unregister_chrdev_region(tb5_devt, TB5_MAX_LINKS);
+	class_unregister(&tb5_class);
+}

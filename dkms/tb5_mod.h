@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * tb5_mod.h - the objects of tb5.ko around the transport core.
+ *
+ *   tb5_dev   one link end: a core link, a character device /dev/tb5_<n>,
+ *             its sysfs attributes, and the backend that owns its rings
+ *   tb5_ctx   one open() of a tb5_dev: memory regions, endpoints, the
+ *             completion queue; all freed when the file is released
+ *   tb5_mr    a registered memory region (pinned user pages or a dma-buf),
+ *             mapped into the kernel so that the loop backend can read and
+ *             the core can write it
+ *   tb5_kep   the module's side of a core endpoint: its handle, its slots
+ *             for outstanding operations, the completion-queue entries it
+ *             has reserved
+ *   tb5_cq    the completion queue shared with user space
+ */
+#ifndef TB5_MOD_H
+#define TB5_MOD_H
+
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+
+#include "tb5_core.h"
+#include "tb5_ringmodel.h"
+#include "tb5_uapi.h"
+
+#define TB5_MAX_LINKS		256	/* minors reserved for /dev/tb5_<n> */
+#define TB5_LOOPBACK_MAX	16	/* loop pairs */
+#define TB5_KOPS		(2 * TB5_EP_MAX_OPS)	/* sends + receives */
+#define TB5_KEP_EVENT_CREDITS	2	/* events one endpoint can raise */
+
+extern unsigned int tb5_ring_size;
+extern struct class tb5_class;
+extern atomic64_t tb5_pinned_pages;
+
+struct tb5_loop_pair;
+
+/* One link end. */
+struct tb5_dev {
+	u32 index;			/* n of /dev/tb5_<n> */
+	u64 host_id;
+	struct tb5_link *link;
+	struct cdev cdev;
+	struct device *device;
+	/* The loop backend: the pair and which of its two ends this is. */
+	struct tb5_loop_pair *loop;
+	int loop_end;
+};
+
+struct tb5_cq {
+	spinlock_t lock;		/* taken with bottom halves off */
+	struct tb5_cq_ring *ring;	/* vmalloc_user(), mapped by mmap() */
+	struct tb5_cqe *entries;
+	size_t size;			/* bytes of the mapping */
+	u32 nentries;			/* a power of two */
+	u32 tail;			/* the producer index; the page's is a copy */
+	u32 reserved;			/* entries promised but not produced yet */
+	wait_queue_head_t wait;
+};
+
+struct tb5_ctx {
+	struct tb5_dev *dev;
+	struct mutex lock;		/* ioctls of this file */
+	struct xarray mrs;		/* handle -> struct tb5_mr */
+	struct xarray eps;		/* handle -> struct tb5_kep */
+	struct tb5_cq *cq;		/* NULL until TB5_IOC_CQ_CREATE */
+	atomic_t live_eps;		/* core endpoints not yet released */
+	wait_queue_head_t released;	/* live_eps went down */
+};
+
+struct tb5_mr {
+	void *kva;			/* start of the region in the kernel */
+	u64 len;
+	atomic_t inflight;		/* operations posted against it */
+	/* Pinned user pages. */
+	struct page **pages;
+	unsigned long npages;
+	void *vmap_base;		/* vmap() of pages, page aligned */
+	struct mm_struct *mm;		/* whose locked_vm was charged */
+	/* An imported dma-buf. */
+	struct dma_buf *dmabuf;
+	void *dmabuf_vaddr;
+};
+
+/* An operation the core holds on behalf of user space. */
+struct tb5_kop {
+	u64 user_data;
+	struct tb5_mr *mr;		/* NULL: slot free */
+};
+
+struct tb5_kep {
+	struct tb5_ctx *ctx;
+	struct tb5_ep *ep;		/* the core's; NULL once closed */
+	u32 handle;
+	bool listener;
+	bool incoming_armed;		/* listener: an INCOMING may be raised */
+	u32 event_credits;		/* completion entries reserved for events */
+	s32 error;			/* the status of the last error event */
+	spinlock_t lock;		/* ops[], credits, error */
+	struct tb5_kop ops[TB5_KOPS];
+};
+
+/* tb5_dev.c */
+int tb5_dev_init(void);
+void tb5_dev_exit(void);
+struct tb5_dev *tb5_dev_create(u32 index, u64 host_id);
+void tb5_dev_destroy(struct tb5_dev *dev);
+int tb5_dev_publish(struct tb5_dev *dev);
+void tb5_dev_unpublish(struct tb5_dev *dev);
+extern const struct tb5_link_ops tb5_dev_link_ops;
+
+/* tb5_ctx.c */
+extern const struct file_operations tb5_fops;
+
+/* tb5_mem.c */
+int tb5_mr_reg_user(struct tb5_ctx *ctx, struct tb5_reg_mem *arg);
+int tb5_mr_reg_dmabuf(struct tb5_ctx *ctx, struct tb5_reg_dmabuf *arg);
+void tb5_mr_free(struct tb5_mr *mr);
+
+/* tb5_cq.c */
+struct tb5_cq *tb5_cq_create(u32 entries);
+void tb5_cq_destroy(struct tb5_cq *cq);
+int tb5_cq_reserve(struct tb5_cq *cq, u32 n);
+void tb5_cq_unreserve(struct tb5_cq *cq, u32 n);
+void tb5_cq_produce(struct tb5_cq *cq, const struct tb5_cqe *cqe);
+bool tb5_cq_readable(struct tb5_cq *cq);
+int tb5_cq_mmap(struct tb5_cq *cq, struct vm_area_struct *vma);
+
+/* tb5_loop.c */
+int tb5_loop_init(unsigned int pairs, u32 first_index, u64 host_base);
+void tb5_loop_exit(void);
+int tb5_loop_set_plugged(struct tb5_dev *dev, bool plugged);
+bool tb5_loop_plugged(struct tb5_dev *dev);
+int tb5_loop_tx(struct tb5_dev *dev, const struct tb5_tx_frame *frame);
+
+#endif /* TB5_MOD_H */
