@@ -503,10 +503,12 @@ static void phase_errors(void)
 
 	/* Truncation: 5000 bytes against a 1000-byte receive. */
 	first = nex;
-	tb5k_post1(b, TB5_OP_RECV, b_ep, b_mem, 77, 0, 1000,
-		   expect(1, TB5_CQE_RECV, b_ep, 77, 0, -EMSGSIZE, NULL, 0));
-	tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 77, 0, 5000,
-		   expect(0, TB5_CQE_SEND, a_ep, 77, 0, -EMSGSIZE, NULL, 0));
+	ret = tb5k_post1(b, TB5_OP_RECV, b_ep, b_mem, 77, 0, 1000,
+			 expect(1, TB5_CQE_RECV, b_ep, 77, 0, -EMSGSIZE, NULL, 0));
+	TB5K_CHECK(!ret, "truncation", "post recv: %s", tb5k_errname(ret));
+	ret = tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 77, 0, 5000,
+			 expect(0, TB5_CQE_SEND, a_ep, 77, 0, -EMSGSIZE, NULL, 0));
+	TB5K_CHECK(!ret, "truncation", "post send: %s", tb5k_errname(ret));
 	reap("truncation", first, nex);
 	TB5K_CHECK(tb5k_verify_byte(bbuf, len, UNTOUCHED) < 0, "truncation",
 		   "the receive buffer was written");
@@ -530,14 +532,21 @@ static void phase_errors(void)
 	/* Zero bytes, into an empty and a 16-byte receive. */
 	memset(bbuf, UNTOUCHED, len);
 	first = nex;
-	tb5k_post1(b, TB5_OP_RECV, b_ep, b_mem, 79, 100, 16,
-		   expect(1, TB5_CQE_RECV, b_ep, 79, 0, 0, NULL, 0));
-	tb5k_post1(b, TB5_OP_RECV, b_ep, b_mem, 80, len, 0,
-		   expect(1, TB5_CQE_RECV, b_ep, 80, 0, 0, NULL, 0));
-	tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 79, 0, 0,
-		   expect(0, TB5_CQE_SEND, a_ep, 79, 0, 0, NULL, 0));
-	tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 80, len, 0,
-		   expect(0, TB5_CQE_SEND, a_ep, 80, 0, 0, NULL, 0));
+	ret = tb5k_post1(b, TB5_OP_RECV, b_ep, b_mem, 79, 100, 16,
+			 expect(1, TB5_CQE_RECV, b_ep, 79, 0, 0, NULL, 0));
+	TB5K_CHECK(!ret, "zero-byte", "a 16-byte receive: %s", tb5k_errname(ret));
+	/* Zero bytes at the very end of the region is still inside it. */
+	ret = tb5k_post1(b, TB5_OP_RECV, b_ep, b_mem, 80, len, 0,
+			 expect(1, TB5_CQE_RECV, b_ep, 80, 0, 0, NULL, 0));
+	TB5K_CHECK(!ret, "zero-byte", "a zero-byte receive at offset %zu of a "
+		   "%zu-byte region: %s", len, len, tb5k_errname(ret));
+	ret = tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 79, 0, 0,
+			 expect(0, TB5_CQE_SEND, a_ep, 79, 0, 0, NULL, 0));
+	TB5K_CHECK(!ret, "zero-byte", "a zero-byte send: %s", tb5k_errname(ret));
+	ret = tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 80, len, 0,
+			 expect(0, TB5_CQE_SEND, a_ep, 80, 0, 0, NULL, 0));
+	TB5K_CHECK(!ret, "zero-byte", "a zero-byte send at the region's end: %s",
+		   tb5k_errname(ret));
 	reap("zero-byte", first, nex);
 	TB5K_CHECK(tb5k_verify_byte(bbuf, len, UNTOUCHED) < 0, "zero-byte",
 		   "a zero-byte message wrote into the receive buffer");
@@ -563,8 +572,9 @@ static void phase_errors(void)
 	TB5K_CHECK(ret == -EINVAL || ret == -ERANGE || ret == -EOVERFLOW,
 		   "batch-stop", "the bad operation failed with %s",
 		   tb5k_errname(ret));
-	tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 81, 0, 100,
-		   expect(0, TB5_CQE_SEND, a_ep, 81, 100, 0, NULL, 0));
+	ret = tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 81, 0, 100,
+			 expect(0, TB5_CQE_SEND, a_ep, 81, 100, 0, NULL, 0));
+	TB5K_CHECK(!ret, "batch-stop", "post send: %s", tb5k_errname(ret));
 	reap("batch-stop", first, nex);
 	tb5k_pass("batch-stop (%s, posted 1 of 3)", tb5k_errname(ret));
 
@@ -632,8 +642,9 @@ static void phase_errors(void)
 	tb5k_pass("ops-limit (%u outstanding receives, then EAGAIN)", nrecv);
 
 	/* A send nobody grants, then close on the receiving side. */
-	tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 999, 0, 100,
-		   expect(0, TB5_CQE_SEND, a_ep, 999, 0, -ECONNRESET, NULL, 0));
+	ret = tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 999, 0, 100,
+			 expect(0, TB5_CQE_SEND, a_ep, 999, 0, -ECONNRESET, NULL, 0));
+	TB5K_CHECK(!ret, "close", "post send: %s", tb5k_errname(ret));
 	ret = tb5k_ep_close(b, b_ep);
 	TB5K_CHECK(!ret, "close", "TB5_IOC_EP_CLOSE: %s", tb5k_errname(ret));
 	TB5K_CHECK(tb5k_wait_event(a, a_ep, 0, &cqe, WAIT_MS), "close",
@@ -731,7 +742,10 @@ static void phase_cq_full(void)
 		   name, "after the receives came %s, not PEER_CLOSED",
 		   tb5k_cqe_str(&cqe));
 	/* After reaping, there is room again (for a new connection). */
-	tb5k_ep_close(&small, cn.ep_l);
+	ret = tb5k_ep_close(&small, cn.ep_l);
+	TB5K_CHECK(!ret, name, "closing the endpoint: %s", tb5k_errname(ret));
+	ret = tb5k_ep_close(&small, cn.listener);
+	TB5K_CHECK(!ret, name, "closing the listener: %s", tb5k_errname(ret));
 	tb5k_connect(name, &small, a, 0xc0f12, &cn);
 	ret = tb5k_post1(&small, TB5_OP_RECV, cn.ep_l, s_mem, 1, 0, 8, 0x7000);
 	TB5K_CHECK(!ret, name, "posting after reaping: %s", tb5k_errname(ret));

@@ -738,8 +738,8 @@ void tb5k_fill(void *buf, size_t len, uint64_t seed, uint64_t off0)
 	uint8_t *p = buf;
 	size_t i = 0;
 
-	while (i < len && ((off0 + i) & 7))
-		p[i++] = tb5k_pattern_byte(seed, off0 + i);
+	for (; i < len && ((off0 + i) & 7); i++)
+		p[i] = tb5k_pattern_byte(seed, off0 + i);
 	for (; i + 8 <= len; i += 8) {
 		uint64_t w = pattern_word(seed, (off0 + i) >> 3);
 
