@@ -343,7 +343,8 @@ static int ioc_cq_create(struct tb5_ctx *ctx, struct tb5_cq_create *arg)
 	cq = tb5_cq_create(arg->entries);
 	if (IS_ERR(cq))
 		return PTR_ERR(cq);
-	ctx->cq = cq;
+	/* mmap() and poll() read it without ctx->lock. */
+	smp_store_release(&ctx->cq, cq);
 	arg->mmap_size = cq->size;
 	arg->entries_offset = (u8 *)cq->entries - (u8 *)cq->ring;
 	return 0;
@@ -477,22 +478,23 @@ static long tb5_ioctl(struct file *file, unsigned int cmd, unsigned long uarg)
 	return ret;
 }
 
+/*
+ * No ctx->lock here: mmap() runs under the mmap lock, and TB5_IOC_REG_MEM
+ * takes the mmap lock (pinning) under ctx->lock. The queue, once published,
+ * lives as long as the file.
+ */
 static int tb5_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct tb5_ctx *ctx = file->private_data;
-	int ret = -EINVAL;
+	struct tb5_cq *cq = smp_load_acquire(&ctx->cq);
 
-	mutex_lock(&ctx->lock);
-	if (ctx->cq)
-		ret = tb5_cq_mmap(ctx->cq, vma);
-	mutex_unlock(&ctx->lock);
-	return ret;
+	return cq ? tb5_cq_mmap(cq, vma) : -EINVAL;
 }
 
 static __poll_t tb5_poll(struct file *file, poll_table *wait)
 {
 	struct tb5_ctx *ctx = file->private_data;
-	struct tb5_cq *cq = READ_ONCE(ctx->cq);
+	struct tb5_cq *cq = smp_load_acquire(&ctx->cq);
 
 	if (!cq)
 		return EPOLLERR;
