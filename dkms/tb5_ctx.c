@@ -17,6 +17,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/wait_bit.h>
 
 #include "tb5_mod.h"
 
@@ -33,7 +34,6 @@ static int tb5_open(struct inode *inode, struct file *file)
 	xa_init_flags(&ctx->mrs, XA_FLAGS_ALLOC1);
 	xa_init_flags(&ctx->eps, XA_FLAGS_ALLOC1);
 	atomic_set(&ctx->live_eps, 0);
-	init_waitqueue_head(&ctx->released);
 	file->private_data = ctx;
 	return nonseekable_open(inode, file);
 }
@@ -62,8 +62,8 @@ static int tb5_release(struct inode *inode, struct file *file)
 	mutex_unlock(&ctx->lock);
 
 	/* Frames still on the TX ring read our regions: wait them out. */
-	while (!wait_event_timeout(ctx->released,
-				   !atomic_read(&ctx->live_eps), 10 * HZ))
+	while (!wait_var_event_timeout(&ctx->live_eps,
+				       !atomic_read(&ctx->live_eps), 10 * HZ))
 		pr_warn("tb5_%u: release waits for %d endpoint(s) to drain\n",
 			ctx->dev->index, atomic_read(&ctx->live_eps));
 

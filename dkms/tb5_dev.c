@@ -20,6 +20,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/version.h>
+#include <linux/wait_bit.h>
 
 #include "tb5_mod.h"
 
@@ -243,8 +244,13 @@ static void tb5_dev_event(void *priv, void *ep_ctx, enum tb5_event ev,
 		kep->event_credits = 0;
 		spin_unlock_bh(&kep->lock);
 		kfree(kep);
+		/*
+		 * tb5_release() may free @ctx as soon as the count reaches
+		 * zero: wake_up_var() only hashes the address, it does not
+		 * touch @ctx.
+		 */
 		if (atomic_dec_and_test(&ctx->live_eps))
-			wake_up(&ctx->released);
+			wake_up_var(&ctx->live_eps);
 		return;
 	}
 

@@ -71,7 +71,6 @@ struct tb5_ctx {
 	struct xarray eps;		/* handle -> struct tb5_kep */
 	struct tb5_cq *cq;		/* NULL until TB5_IOC_CQ_CREATE */
 	atomic_t live_eps;		/* core endpoints not yet released */
-	wait_queue_head_t released;	/* live_eps went down */
 };
 
 struct tb5_mr {

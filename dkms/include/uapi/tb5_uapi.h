@@ -148,7 +148,7 @@ struct tb5_cq_ring {
 
 /* Endpoint events (tb5_cqe.event, with op TB5_CQE_EVENT). */
 #define TB5_EVENT_CONNECTED	1	/* a connect was accepted */
-#define TB5_EVENT_INCOMING	2	/* a listener has a connection to accept */
+#define TB5_EVENT_INCOMING	2	/* connections wait: accept until -EAGAIN */
 #define TB5_EVENT_PEER_CLOSED	3	/* status -ECONNRESET */
 #define TB5_EVENT_ERROR		4	/* refused or link lost: status says which */
 
@@ -179,7 +179,11 @@ struct tb5_connect {
 	__u32 pad;		/* in: 0 */
 };
 
-/* TB5_IOC_ACCEPT: -EAGAIN when no connection waits. */
+/*
+ * TB5_IOC_ACCEPT: -EAGAIN when no connection waits. A listener raises
+ * TB5_EVENT_INCOMING once, then not again until an accept has returned
+ * -EAGAIN: on that event, accept until -EAGAIN.
+ */
 struct tb5_accept {
 	__u32 listener;		/* in */
 	__u32 ep;		/* out */
