@@ -494,7 +494,7 @@ static void phase_errors(void)
 	struct tb5_ep_query q;
 	struct tb5_cqe cqe;
 	size_t first;
-	int ret;
+	int ret, batch_err;
 
 	tb5k_fill(abuf, len, seed + 0x200, 0);
 	memset(bbuf, UNTOUCHED, len);
@@ -566,6 +566,7 @@ static void phase_errors(void)
 	ops[0].user_data = expect(1, TB5_CQE_RECV, b_ep, 81, 100, 0, NULL, 0);
 	ops[2].user_data = UD_MAGIC | 0xfffffffffull;	/* must never show */
 	ret = tb5k_post(b, ops, 3, &posted);
+	batch_err = ret;
 	TB5K_CHECK(ret < 0 && posted == 1, "batch-stop", "a batch whose second "
 		   "operation lies outside its region: %s with posted %u, "
 		   "wanted an error with posted 1", tb5k_errname(ret), posted);
@@ -576,7 +577,7 @@ static void phase_errors(void)
 			 expect(0, TB5_CQE_SEND, a_ep, 81, 100, 0, NULL, 0));
 	TB5K_CHECK(!ret, "batch-stop", "post send: %s", tb5k_errname(ret));
 	reap("batch-stop", first, nex);
-	tb5k_pass("batch-stop (%s, posted 1 of 3)", tb5k_errname(ret));
+	tb5k_pass("batch-stop (%s, posted 1 of 3)", tb5k_errname(batch_err));
 
 	/* Posts that must be refused whole. */
 	memset(ops, 0, sizeof(ops));

@@ -623,6 +623,18 @@ void tb5k_connect_to(const char *name, struct tb5k_ctx *l, uint32_t listener,
 		usleep(1000);
 	}
 	conn->ep_l = ac.ep;
+	/*
+	 * Accept until EAGAIN: the module raises the next INCOMING only once
+	 * the backlog was seen empty (edge-triggered).
+	 */
+	memset(&ac, 0, sizeof(ac));
+	ac.listener = listener;
+	if (!ioctl(l->fd, TB5_IOC_ACCEPT, &ac))
+		tb5k_fail(name, "a second TB5_IOC_ACCEPT found a connection "
+			  "nobody made (endpoint %u)", ac.ep);
+	if (errno != EAGAIN)
+		tb5k_fail(name, "a second TB5_IOC_ACCEPT: %s, wanted EAGAIN",
+			  tb5k_errname(errno));
 
 	if (!tb5k_wait_event(c, conn->ep_c, 0, &cqe, 15000))
 		tb5k_fail(name, "no event on the connecting endpoint %u "
