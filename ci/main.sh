@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: MIT
 #
 # ci/main.sh - the main job: install the build dependencies, build tb5
-# (Release, in build/), run the transport core's two-node demo, then a short
-# run of the core's benchmark. Works as root or as a user with sudo (sudo is
-# used only to install missing packages).
+# (Release, in build/), run the transport core's two-node demo, a short run
+# of the core's benchmark, then build tb5.ko with DKMS for Debian 12's kernel
+# and boot it under QEMU for a loop-pair round trip. Works as root or as a
+# user with sudo (sudo is used to install missing packages and for the VM
+# stage, which needs apt-get, dkms and a chroot).
 #
 # TB5_BENCH_ARGS overrides the benchmark's arguments (default: a short run).
 set -euo pipefail
@@ -22,3 +24,6 @@ tb5_stage "two-node demo (tb5-core-demo)" \
 	"$TB5_ROOT/build/src/demo/tb5-core-demo"
 tb5_stage "core benchmark, short run (tb5-core-bench)" \
 	"$TB5_ROOT/build/tests/bench/tb5-core-bench" "${bench_args[@]}"
+tb5_stage "tb5.ko in a VM: a loop-pair round trip (Debian 12's 6.1)" \
+	env TB5_KERNELS=6.1 TB5_VM_SCRIPT="$TB5_ROOT/ci/vm/demo.sh" \
+	"$TB5_ROOT/ci/kernel-tests.sh"

@@ -16,7 +16,10 @@
 #   - gcc, -Werror, RelWithDebInfo (build-ci/): build, ctest
 #   - clang, ASan + UBSan (build-ci-san/): build, ctest
 #   - clang, libFuzzer (build-ci-fuzz/): build, tests/fuzz/run.sh for 60 s
-#   - the main job, ci/main.sh (demo and benchmark, build/)
+#   - tb5.ko built by DKMS for Debian 12's 6.1, bookworm-backports' 6.12 and
+#     sid's newest kernel, warning-free, each booted under QEMU with the
+#     module and tests/kernel's tests (ci/kernel-tests.sh, build-kernel/)
+#   - the main job, ci/main.sh (demo, benchmark, VM round trip; build/)
 #
 # TB5_FUZZ_SECONDS overrides the fuzzing time.
 set -euo pipefail
@@ -114,4 +117,6 @@ tb5_stage "build (clang, libFuzzer, build-ci-fuzz/)" tb5_build build-ci-fuzz \
 	-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 tb5_stage "fuzz tb5-fuzz-rx (${TB5_FUZZ_SECONDS:-60} s)" \
 	bash tests/fuzz/run.sh build-ci-fuzz "${TB5_FUZZ_SECONDS:-60}"
+tb5_stage "tb5.ko: DKMS builds and VM tests on 6.1, 6.12, sid (ci/kernel-tests.sh)" \
+	ci/kernel-tests.sh
 tb5_stage "main job (ci/main.sh)" ci/main.sh

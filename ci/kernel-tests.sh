@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# ci/kernel-tests.sh - tb5.ko on three kernel generations, as CI runs it:
+#
+#   1. ci/kernels.sh: Debian 12's 6.1, bookworm-backports' 6.12 and sid's
+#      newest kernel, cached in $TB5_KCACHE (default /var/cache/tb5-ci)
+#   2. the DKMS source tree, staged by CMake (build-kernel/, target dkms-tree)
+#   3. ci/dkms-build.sh: `dkms build` against each kernel, warning-free
+#      (modules in build-kernel/modules/<kver>/)
+#   4. the VM test programs: `make -C tests/kernel OUT=build-kernel/vm-tests`
+#      (static, kernel-independent: built once), or ci/vm/smoke while
+#      tests/kernel/ has no vm-tests.sh
+#   5. ci/vm/run.sh: each kernel booted under QEMU with its tb5.ko and the
+#      tests (console logs in build-kernel/vm-logs/<kver>.log)
+#
+# Prints one line per kernel and "kernel-tests: N passed, M failed"; exits
+# non-zero when a kernel failed. Needs root (apt-get, dkms, chroot).
+#
+# Knobs: TB5_KERNELS (labels to test, default "6.1 6.12 sid"), TB5_DKMS_TREE
+# (a staged tree to build instead of CMake's), TB5_VM_TESTS (a directory of
+# built tests to run instead of building tests/kernel), and those of
+# ci/kernels.sh and ci/vm/run.sh (TB5_KCACHE, TB5_VM_TIMEOUT, ...;
+# TB5_VM_QUIET defaults to 1 here).
+set -euo pipefail
+# shellcheck source=ci/kernel-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kernel-lib.sh"
+
+BUILD=$TB5_ROOT/build-kernel
+# Only the tests' lines of the VM consoles on stdout; the kernel's are in the
+# logs (and the offending ones are printed on a failure).
+export TB5_VM_QUIET=${TB5_VM_QUIET:-1}
+read -r -a LABELS <<<"${TB5_KERNELS:-${TB5_KLABELS[*]}}"
+TIMES=()
+RESULTS=()
+
+# timed NAME COMMAND...: runs COMMAND, records how long it took.
+timed() {
+	local name=$1 start=$SECONDS rc=0
+	shift
+	"$@" || rc=$?
+	TIMES+=("$(printf '  %-40s %s%s' "$name" "$(tb5_fmt_secs $((SECONDS - start)))" \
+		"$( ((rc == 0)) || echo "  (failed, exit $rc)")")")
+	return "$rc"
+}
+
+stage_dkms_tree() {
+	# A tree configured earlier with another generator cannot be reused.
+	if [[ -f $BUILD/CMakeCache.txt ]] &&
+		! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$BUILD/CMakeCache.txt"; then
+		rm -rf "$BUILD/CMakeCache.txt" "$BUILD/CMakeFiles"
+	fi
+	# Only the tree is wanted here: no tests, no benchmarks.
+	cmake -S "$TB5_ROOT" -B "$BUILD" -G Ninja -DBUILD_TESTING=OFF \
+		-DTB5_BUILD_BENCHMARKS=OFF >/dev/null
+	cmake --build "$BUILD" --target dkms-tree
+}
+
+build_vm_tests() {
+	if [[ -n ${TB5_VM_TESTS:-} ]]; then
+		TESTS=$(realpath "$TB5_VM_TESTS")
+		echo "VM tests: $TESTS (TB5_VM_TESTS)"
+	elif [[ -f $TB5_ROOT/tests/kernel/Makefile && -f $TB5_ROOT/tests/kernel/vm-tests.sh ]]; then
+		TESTS=$BUILD/vm-tests
+		make -C "$TB5_ROOT/tests/kernel" -j "$TB5_JOBS" OUT="$TESTS"
+	else
+		TESTS=$TB5_ROOT/ci/vm/smoke
+		echo "VM tests: tests/kernel/vm-tests.sh does not exist yet: running the smoke test $TESTS"
+	fi
+}
+
+main() {
+	local label tree ok=0 failed=0 start=$SECONDS kver ko
+	local -A built=()
+
+	tb5_install_deps build-essential cmake ninja-build
+
+	tb5_banner "kernel-tests: kernels (ci/kernels.sh)"
+	timed "kernels (ci/kernels.sh)" "$TB5_ROOT/ci/kernels.sh" "${LABELS[@]}" ||
+		tb5_die "the kernels could not be prepared"
+
+	tb5_banner "kernel-tests: DKMS source tree"
+	if [[ -n ${TB5_DKMS_TREE:-} ]]; then
+		tree=$(realpath "$TB5_DKMS_TREE")
+		echo "DKMS tree: $tree (TB5_DKMS_TREE)"
+	else
+		timed "DKMS tree (cmake, dkms-tree)" stage_dkms_tree ||
+			tb5_die "cmake could not stage the DKMS tree"
+		tree=$(find "$BUILD/dkms" -mindepth 1 -maxdepth 1 -type d -name 'tb5-*' -print -quit)
+		[[ -n $tree ]] || tb5_die "cmake staged no tree in $BUILD/dkms"
+	fi
+
+	for label in "${LABELS[@]}"; do
+		timed "dkms build, $label" "$TB5_ROOT/ci/dkms-build.sh" "$tree" \
+			"$BUILD/modules" "$label" && built[$label]=1
+	done
+
+	tb5_banner "kernel-tests: VM test programs"
+	timed "VM test programs" build_vm_tests || tb5_die "the VM tests do not build"
+
+	for label in "${LABELS[@]}"; do
+		tb5_kernel_env "$label"
+		kver=$TB5_K_VER
+		ko=$BUILD/modules/$kver/tb5.ko
+		if [[ -z ${built[$label]:-} ]]; then
+			RESULTS+=("$(printf '%-5s %-24s FAIL  dkms build failed (%s)' "$label" "$kver" \
+				"$BUILD/modules/$kver/make.log")")
+			failed=$((failed + 1))
+			continue
+		fi
+		tb5_banner "kernel-tests: VM, $label ($kver)"
+		if timed "VM, $label" "$TB5_ROOT/ci/vm/run.sh" "$label" "$ko" "$TESTS" \
+			"$BUILD/vm-logs"; then
+			RESULTS+=("$(printf '%-5s %-24s PASS  built warning-free, VM tests passed' \
+				"$label" "$kver")")
+			ok=$((ok + 1))
+		else
+			RESULTS+=("$(printf '%-5s %-24s FAIL  VM tests (%s)' "$label" "$kver" \
+				"$BUILD/vm-logs/$kver.log")")
+			failed=$((failed + 1))
+		fi
+	done
+
+	tb5_banner "kernel-tests: summary ($(tb5_fmt_secs $((SECONDS - start))))"
+	printf '%s\n' "${TIMES[@]}"
+	printf '%s\n' "${RESULTS[@]}"
+	echo "kernel-tests: $ok passed, $failed failed"
+	((failed == 0))
+}
+
+# Root for apt-get, dkms, chroot and unshare: through sudo when not root,
+# as ci/lib.sh installs packages.
+if ((EUID != 0)); then
+	command -v sudo >/dev/null || tb5_die "run as root, or install sudo"
+	exec sudo --preserve-env "$0" "$@"
+fi
+main "$@"

@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# ci/vm/run.sh KERNEL TB5_KO TEST_DIR [LOG_DIR] - boot a Debian kernel under
+# QEMU (TCG) with an initramfs holding busybox, the kernel modules tb5 may
+# need, tb5.ko and the test programs, run TEST_DIR/vm-tests.sh inside, and
+# judge the console log.
+#
+#   KERNEL    a label prepared by ci/kernels.sh (6.1, 6.12, sid), a kernel
+#             release cached there (e.g. 6.1.0-56-amd64), or a directory
+#             holding an extracted image (boot/vmlinuz-* or
+#             usr/lib/modules/<kver>/vmlinuz, and lib/modules/<kver> with a
+#             modules.dep)
+#   TB5_KO    the tb5.ko built for that kernel, or "none"
+#   TEST_DIR  vm-tests.sh (run by /init in /tests, a copy of TEST_DIR) and the
+#             statically linked test programs (executables, put in /usr/bin)
+#   LOG_DIR   where the console log goes, as <kver>.log (<kver>-<name>.log
+#             for a TB5_VM_SCRIPT other than vm-tests.sh; default:
+#             build-kernel/vm-logs in the source tree)
+#
+# Inside the VM: `modprobe tb5 [params]` works (tb5.ko sits in
+# /lib/modules/<kver>/updates/, depmod has run), as does modprobe of
+# thunderbolt (and configfs, which sid's thunderbolt needs) and any module in
+# $TB5_VM_MODULES. Modules are decompressed for busybox.
+#
+# The run FAILS when the end marker "TB5-VM-RESULT: rc=N" is missing (panic,
+# oops, deadlock, timeout), when N != 0, or when any console line - kernel
+# or test output - contains one of the patterns in BAD_PATTERNS below.
+#
+# The caller's TB5K_* environment variables (the knobs of
+# tests/kernel/vm-tests.sh) are set inside the VM too.
+#
+# Knobs: TB5_VM_MEM (MiB, default 2048), TB5_VM_SMP (2), TB5_VM_TIMEOUT
+# (seconds, default 900), TB5_VM_SCRIPT (a script to run instead of
+# TEST_DIR/vm-tests.sh; it is copied to /tests), TB5_VM_MODULES (extra
+# modules), TB5_VM_APPEND (extra kernel parameters), TB5_VM_QUIET=1 (only the
+# test script's lines on stdout, not the kernel's; the log keeps both).
+set -euo pipefail
+# shellcheck source=ci/kernel-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../kernel-lib.sh"
+
+# What a console line must never contain. Beyond the usual reports: a task
+# blocked in the kernel for 2 minutes (a deadlock; hung_task_panic=1 ends the
+# run there), UBSAN's reports, and a panic.
+BAD_PATTERNS=('BUG:' 'WARNING:' 'Oops' 'KASAN' 'refcount_t'
+	'list_add corruption' 'sleeping function called'
+	'blocked for more than' 'UBSAN:' 'Kernel panic')
+END_MARKER='TB5-VM-RESULT: rc='
+# Modules tb5 may need: the Thunderbolt bus (with what it depends on:
+# configfs on sid) and udmabuf where it is a module (built in on 6.12 and
+# sid, absent on 6.1).
+WANT_MODULES=(thunderbolt configfs udmabuf)
+
+MEM=${TB5_VM_MEM:-2048}
+SMP=${TB5_VM_SMP:-2}
+TIMEOUT=${TB5_VM_TIMEOUT:-900}
+
+# resolve_kernel KERNEL: sets ROOT (image root), VMLINUZ, MODDIR, KVER.
+resolve_kernel() {
+	local arg=$1
+
+	if [[ -d $arg ]]; then
+		ROOT=$(realpath "$arg")
+	elif [[ -f $TB5_KCACHE/kernels/$arg.env ]]; then
+		tb5_kernel_env "$arg"
+		ROOT=$TB5_K_ROOT
+	elif [[ -d $TB5_KCACHE/roots/$arg ]]; then
+		ROOT=$TB5_KCACHE/roots/$arg
+	else
+		tb5_die "unknown kernel '$arg': not a directory, a label or a release in $TB5_KCACHE"
+	fi
+	VMLINUZ=$(tb5_kernel_image "$ROOT") || tb5_die "no vmlinuz in $ROOT"
+	MODDIR=$(tb5_kernel_moddir "$ROOT") || tb5_die "no lib/modules/<kver> in $ROOT"
+	KVER=${MODDIR##*/}
+	[[ -f $MODDIR/modules.dep ]] ||
+		tb5_die "$MODDIR/modules.dep missing: run depmod -b $ROOT $KVER (ci/kernels.sh does)"
+}
+
+# module_paths NAME: the module's path in modules.dep and those of all it
+# depends on (modules.dep lists the whole closure), relative to MODDIR.
+# Prints nothing for a module that is built in or absent.
+module_paths() {
+	local name=${1//-/_}
+
+	awk -v want="$name" -F': ?' '{
+		base = $1; sub(/.*\//, "", base); sub(/\.ko(\.(xz|zst|gz))?$/, "", base)
+		gsub(/-/, "_", base)
+		if (base == want) { print $1; n = split($2, dep, " "); for (i = 1; i <= n; i++) print dep[i]; exit }
+	}' "$MODDIR/modules.dep"
+}
+
+# copy_module REL: MODDIR/REL into the initramfs, decompressed (busybox
+# insmod/modprobe take plain .ko files only).
+copy_module() {
+	local rel=$1 dest
+
+	dest=$RD/lib/modules/$KVER/${rel%.*}
+	[[ $rel == *.ko ]] && dest=$RD/lib/modules/$KVER/$rel
+	[[ -f $dest ]] && return 0
+	mkdir -p "${dest%/*}"
+	case $rel in
+	*.ko) cp "$MODDIR/$rel" "$dest" ;;
+	*.ko.xz) xz -dc "$MODDIR/$rel" >"$dest" ;;
+	*.ko.zst) zstd -qdc "$MODDIR/$rel" >"$dest" ;;
+	*.ko.gz) gzip -dc "$MODDIR/$rel" >"$dest" ;;
+	*) tb5_die "unexpected module file $rel" ;;
+	esac
+}
+
+# is_static FILE: not a dynamically linked ELF (scripts pass too).
+is_static() {
+	[[ $(head -c4 "$1") != $'\x7fELF' ]] && return 0
+	! readelf -l "$1" 2>/dev/null | grep -q 'program interpreter'
+}
+
+# write_vm_env: the environment /init sets up for the test script: which
+# script, and the caller's TB5K_* variables, quoted for sh.
+write_vm_env() {
+	local var val q="'" e="'\\''"
+
+	echo "TB5_VM_SCRIPT=${SCRIPT##*/}"
+	while IFS= read -r var; do
+		val=${!var}
+		echo "export $var='${val//$q/$e}'"
+	done < <(compgen -v TB5K_ || true)
+}
+
+build_initramfs() {
+	local name rel f deps=() mods=()
+	local -A seen=()
+
+	mkdir -p "$RD"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,root,etc,tests}
+	mkdir -p "$RD/lib/modules/$KVER"
+	cp /bin/busybox "$RD/bin/busybox"
+	is_static "$RD/bin/busybox" || tb5_die "/bin/busybox is not static: apt-get install busybox-static"
+	install -m 0755 "$HERE/init.sh" "$RD/init"
+
+	# Modules: what tb5.ko declares it depends on, plus WANT_MODULES.
+	if [[ $KO != none ]]; then
+		IFS=, read -r -a deps <<<"$(modinfo -F depends "$KO")"
+	fi
+	read -r -a mods <<<"${TB5_VM_MODULES:-}"
+	for name in "${WANT_MODULES[@]}" "${deps[@]}" "${mods[@]}"; do
+		[[ -n $name ]] || continue
+		while read -r rel; do
+			[[ -n $rel && -z ${seen[$rel]:-} ]] || continue
+			seen[$rel]=1
+			copy_module "$rel"
+		done < <(module_paths "$name")
+	done
+	# modules.builtin tells modprobe that a built-in module needs no file.
+	for f in modules.order modules.builtin modules.builtin.modinfo; do
+		[[ -f $MODDIR/$f ]] && cp "$MODDIR/$f" "$RD/lib/modules/$KVER/"
+	done
+	if [[ $KO != none ]]; then
+		mkdir -p "$RD/lib/modules/$KVER/updates"
+		cp "$KO" "$RD/lib/modules/$KVER/updates/tb5.ko"
+	fi
+	depmod -b "$RD" "$KVER"
+	echo "vm: modules in the initramfs: $(cd "$RD/lib/modules/$KVER" && find . -name '*.ko' |
+		sed 's|.*/||; s|\.ko$||' | sort | tr '\n' ' ')"
+
+	# The tests: the whole directory in /tests, its programs in /usr/bin.
+	cp -a "$TESTS/." "$RD/tests/"
+	for f in "$TESTS"/*; do
+		[[ -f $f && -x $f && $f != *.sh ]] || continue
+		is_static "$f" || tb5_die "$f is dynamically linked: the VM has no libc (link it with -static)"
+		cp "$f" "$RD/usr/bin/"
+	done
+	cp "$SCRIPT" "$RD/tests/"
+	write_vm_env >"$RD/etc/tb5-vm.env"
+
+	(cd "$RD" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) |
+		gzip -1 >"$WORK/initramfs.gz"
+	echo "vm: initramfs $(($(stat -c %s "$WORK/initramfs.gz") / 1024)) KiB"
+}
+
+boot() {
+	local append rc=0 show=(cat)
+
+	# panic=-1 + -no-reboot: a panic ends QEMU at once instead of hanging
+	# until the timeout; oops=panic and hung_task_panic=1 make an oops and a
+	# task blocked for 120 s (a deadlock) panics.
+	append="console=ttyS0 panic=-1 oops=panic hung_task_panic=1 loglevel=7"
+	append+=" printk.time=1 random.trust_cpu=on ${TB5_VM_APPEND:-}"
+	# Quiet: only the lines without a kernel timestamp, the tests' own.
+	[[ ${TB5_VM_QUIET:-0} == 1 ]] && show=(grep --line-buffered -av '^\[ *[0-9]*\.[0-9]*\]')
+	echo "vm: booting $KVER under QEMU TCG (${MEM} MiB, $SMP CPUs, timeout ${TIMEOUT} s)"
+	# -cpu max: every feature TCG emulates (RDRAND seeds the kernel's RNG
+	# at once). Nested KVM is unusable on these machines. The log is
+	# written as the console goes (sed -u): it can be followed while the VM
+	# runs, and a stopped run keeps all of it.
+	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -accel tcg -cpu max \
+		-m "$MEM" -smp "$SMP" -nographic -no-reboot -net none \
+		-kernel "$VMLINUZ" -initrd "$WORK/initramfs.gz" -append "$append" \
+		</dev/null 2>&1 | sed -u 's/\r//g' | tee "$LOG" | "${show[@]}" ||
+		rc=${PIPESTATUS[0]}
+	QEMU_RC=$rc
+}
+
+# judge: prints the verdict, returns non-zero on failure.
+judge() {
+	local marker pat bad=() reasons=()
+
+	marker=$(grep -a "^$END_MARKER" "$LOG" | tail -n1 || true)
+	if [[ -z $marker ]]; then
+		if ((QEMU_RC == 124 || QEMU_RC == 137)); then
+			reasons+=("no end marker: timed out after $TIMEOUT s")
+		else
+			reasons+=("no end marker (QEMU exit $QEMU_RC: panic or crash?)")
+		fi
+	elif [[ ${marker#"$END_MARKER"} != 0 ]]; then
+		reasons+=("${SCRIPT##*/} exited with ${marker#"$END_MARKER"}")
+	fi
+	for pat in "${BAD_PATTERNS[@]}"; do
+		bad+=(-e "$pat")
+	done
+	if grep -anF "${bad[@]}" "$LOG" >"$WORK/bad"; then
+		reasons+=("the log has $(wc -l <"$WORK/bad") line(s) matching ${BAD_PATTERNS[*]}")
+	fi
+	if ((${#reasons[@]} == 0)); then
+		echo "vm: $KVER: PASS ($(tb5_fmt_secs $((SECONDS - START))), log $LOG)"
+		return 0
+	fi
+	if [[ -s $WORK/bad ]]; then
+		echo "---- offending lines of $LOG:"
+		head -n 50 "$WORK/bad"
+	fi
+	if [[ ${TB5_VM_QUIET:-0} == 1 || -z $marker ]]; then
+		echo "---- last 40 lines of $LOG:"
+		tail -n 40 "$LOG"
+	fi
+	local IFS=';'
+	echo "vm: $KVER: FAIL: ${reasons[*]}" | sed 's/;/; /g'
+	return 1
+}
+
+main() {
+	(($# >= 3 && $# <= 4)) || tb5_die "usage: ${0##*/} KERNEL TB5_KO|none TEST_DIR [LOG_DIR]"
+	HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	START=$SECONDS
+	KO=$2
+	[[ $KO == none || -f $KO ]] || tb5_die "no module $KO"
+	[[ $KO == none ]] || KO=$(realpath "$KO")
+	TESTS=$(realpath "$3")
+	SCRIPT=$(realpath "${TB5_VM_SCRIPT:-$TESTS/vm-tests.sh}")
+	[[ -f $SCRIPT ]] || tb5_die "$SCRIPT missing"
+	LOGDIR=${4:-$TB5_ROOT/build-kernel/vm-logs}
+	resolve_kernel "$1"
+	if [[ $KO != none ]]; then
+		local magic
+		magic=$(modinfo -F vermagic "$KO")
+		[[ $magic == "$KVER "* ]] || tb5_die "$KO is built for '${magic%% *}', not $KVER"
+	fi
+
+	tb5_install_deps qemu-system-x86 busybox-static cpio kmod xz-utils zstd binutils
+	mkdir -p "$LOGDIR"
+	# <kver>.log for vm-tests.sh, <kver>-<name>.log for another script: a
+	# demo run does not overwrite the tests' log.
+	LOG=$(realpath "$LOGDIR")/$KVER.log
+	[[ ${SCRIPT##*/} == vm-tests.sh ]] ||
+		LOG=${LOG%.log}-$(basename "$SCRIPT" .sh).log
+	WORK=$(mktemp -d "${TMPDIR:-/tmp}/tb5-vm.XXXXXX")
+	RD=$WORK/root
+	trap 'rm -rf "$WORK"' EXIT
+
+	build_initramfs
+	boot
+	judge
+}
+
+main "$@"
