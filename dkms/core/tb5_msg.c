@@ -32,40 +32,38 @@ static uint64_t send_cookie(const struct tb5_ep *ep, uint32_t slot,
 	       ((uint64_t)(s->gen & COOKIE_GEN_MASK) << COOKIE_SLOT_BITS) | slot;
 }
 
-static void complete_send(struct tb5_ep *ep, struct tb5_send *s, int32_t status)
+/* Hand one completion to the owner; a failed operation moved no bytes. */
+static void report(struct tb5_ep *ep, uint32_t op, uint64_t user_id,
+		   uint64_t bytes, uint32_t tag, int32_t status)
 {
 	struct tb5_link *link = ep->link;
 	struct tb5_completion cqe;
 
 	memset(&cqe, 0, sizeof(cqe));
-	cqe.user_id = s->user_id;
-	cqe.bytes = status ? 0 : s->len;
+	cqe.user_id = user_id;
+	cqe.bytes = status ? 0 : bytes;
 	cqe.status = status;
-	cqe.tag = s->tag;
-	cqe.op = TB5_COMPLETION_SEND;
+	cqe.tag = tag;
+	cqe.op = op;
+	if (!status && op == TB5_COMPLETION_SEND)
+		link->stats.tx_msgs++;
+	else if (!status)
+		link->stats.rx_msgs++;
+	link->ops->complete(link->priv, ep->ctx, &cqe);
+}
+
+static void complete_send(struct tb5_ep *ep, struct tb5_send *s, int32_t status)
+{
 	if (s->state == TB5_SEND_MATCHED)
 		ep->matched--;
 	s->state = TB5_SEND_FREE;
-	if (!status)
-		link->stats.tx_msgs++;
-	link->ops->complete(link->priv, ep->ctx, &cqe);
+	report(ep, TB5_COMPLETION_SEND, s->user_id, s->len, s->tag, status);
 }
 
 static void complete_recv(struct tb5_ep *ep, struct tb5_recv *r, int32_t status)
 {
-	struct tb5_link *link = ep->link;
-	struct tb5_completion cqe;
-
-	memset(&cqe, 0, sizeof(cqe));
-	cqe.user_id = r->user_id;
-	cqe.bytes = status ? 0 : r->msg_len;
-	cqe.status = status;
-	cqe.tag = r->tag;
-	cqe.op = TB5_COMPLETION_RECV;
 	r->state = TB5_RECV_FREE;
-	if (!status)
-		link->stats.rx_msgs++;
-	link->ops->complete(link->priv, ep->ctx, &cqe);
+	report(ep, TB5_COMPLETION_RECV, r->user_id, r->msg_len, r->tag, status);
 }
 
 bool tb5_ep_has_tx_work(const struct tb5_ep *ep)
