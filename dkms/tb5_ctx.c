@@ -11,6 +11,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/build_bug.h>
 #include <linux/fs.h>
 #include <linux/overflow.h>
 #include <linux/poll.h>
@@ -224,6 +225,12 @@ static int ioc_ep_query(struct tb5_ctx *ctx, struct tb5_ep_query *arg)
 {
 	struct tb5_kep *kep = kep_lookup(ctx, arg->ep);
 
+	/* The uAPI's values are the core's: keep them so. */
+	BUILD_BUG_ON(TB5_EP_STATE_LISTENING != TB5_EP_LISTENING);
+	BUILD_BUG_ON(TB5_EP_STATE_CONNECTING != TB5_EP_CONNECTING);
+	BUILD_BUG_ON(TB5_EP_STATE_CONNECTED != TB5_EP_CONNECTED);
+	BUILD_BUG_ON(TB5_EP_STATE_PEER_CLOSED != TB5_EP_PEER_CLOSED);
+	BUILD_BUG_ON(TB5_EP_STATE_ERROR != TB5_EP_ERROR);
 	if (!kep)
 		return -EINVAL;
 	arg->state = tb5_ep_state(kep->ep);
@@ -355,6 +362,12 @@ static void ioc_info(struct tb5_ctx *ctx, struct tb5_info *arg)
 	struct tb5_dev *dev = ctx->dev;
 	u64 peer = 0;
 
+	BUILD_BUG_ON(TB5_STATE_DOWN != TB5_LINK_DOWN);
+	BUILD_BUG_ON(TB5_STATE_UP != TB5_LINK_UP);
+	BUILD_BUG_ON(TB5_STATE_READY != TB5_LINK_READY);
+	BUILD_BUG_ON(TB5_UAPI_FRAME_MAX != TB5_FRAME_MAX);
+	BUILD_BUG_ON(TB5_UAPI_MSG_MAX != TB5_MSG_MAX);
+	BUILD_BUG_ON(TB5_UAPI_EP_OPS_MAX != TB5_EP_MAX_OPS);
 	memset(arg, 0, sizeof(*arg));
 	arg->local_host = dev->host_id;
 	arg->state = tb5_link_state(dev->link);
