@@ -13,7 +13,8 @@ TB5_JOBS=$(nproc)
 TB5_DEPS_BUILD=(build-essential cmake ninja-build pkg-config
 		googletest libgtest-dev libgmock-dev libbenchmark-dev)
 # shellcheck disable=SC2034  # used by ci/test.sh
-TB5_DEPS_TEST=("${TB5_DEPS_BUILD[@]}" clang libclang-rt-14-dev linux-headers-amd64)
+TB5_DEPS_TEST=("${TB5_DEPS_BUILD[@]}" clang libclang-rt-14-dev linux-headers-amd64
+		sparse)
 
 tb5_banner() {
 	printf '\n==== %s ====\n' "$*"

@@ -47,11 +47,13 @@ void tb5_os_lock_destroy(struct tb5_os_spinlock *l)
  * from softirq context: keep bottom halves off while the lock is held.
  */
 void tb5_os_lock(struct tb5_os_spinlock *l)
+	__acquires(&l->lock)
 {
 	spin_lock_bh(&l->lock);
 }
 
 void tb5_os_unlock(struct tb5_os_spinlock *l)
+	__releases(&l->lock)
 {
 	spin_unlock_bh(&l->lock);
 }
