@@ -13,7 +13,8 @@
 #   - the core and its kernel OS shim built with Kbuild, W=1, -Werror, against
 #     Debian's kernel headers (ci/kbuild-core-check.sh)
 #   - every public header compiled alone, as C and as C++, gcc and clang
-#   - every file of tb5.ko checked by sparse, W=1 (ci/sparse-check.sh)
+#   - every file of tb5.ko checked by sparse, W=1 (ci/sparse-check.sh), and
+#     by the kernel's checkpatch.pl (ci/checkpatch.sh)
 #   - gcc, -Werror, RelWithDebInfo (build-ci/): build, ctest
 #   - clang, ASan + UBSan (build-ci-san/): build, ctest
 #   - clang, libFuzzer (build-ci-fuzz/): build, tests/fuzz/run.sh for 60 s
@@ -104,6 +105,7 @@ tb5_stage "kernel constraints of the core (gcc, freestanding)" kernel_constraint
 tb5_stage "the core as kernel code (Kbuild, W=1)" bash ci/kbuild-core-check.sh
 tb5_stage "public headers alone, as C and as C++" headers_alone
 tb5_stage "tb5.ko under sparse (C=2, W=1)" bash ci/sparse-check.sh
+tb5_stage "tb5.ko under checkpatch.pl" bash ci/checkpatch.sh
 tb5_stage "build (gcc, -Werror, RelWithDebInfo, build-ci/)" tb5_build build-ci \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTB5_WERROR=ON \
 	-DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++

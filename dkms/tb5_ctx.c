@@ -499,6 +499,7 @@ static long tb5_ioctl(struct file *file, unsigned int cmd, unsigned long uarg)
 static int tb5_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct tb5_ctx *ctx = file->private_data;
+	/* Pairs with the release in ioc_cq_create(): a whole queue or none. */
 	struct tb5_cq *cq = smp_load_acquire(&ctx->cq);
 
 	return cq ? tb5_cq_mmap(cq, vma) : -EINVAL;
@@ -507,6 +508,7 @@ static int tb5_mmap(struct file *file, struct vm_area_struct *vma)
 static __poll_t tb5_poll(struct file *file, poll_table *wait)
 {
 	struct tb5_ctx *ctx = file->private_data;
+	/* Pairs with the release in ioc_cq_create(). */
 	struct tb5_cq *cq = smp_load_acquire(&ctx->cq);
 
 	if (!cq)
