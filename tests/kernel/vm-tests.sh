@@ -91,9 +91,14 @@ wait_line_ready() {
 	return 1
 }
 
+# load_loop NAME [RING_SIZE]: load with two loop pairs (ring 1024 unless
+# given) and wait for all four ends to be ready.
 load_loop() {
-	modprobe tb5 ring_size=1024 loopback=2 2>"$TMP/modprobe.err" ||
-		fail "$1" "modprobe tb5 ring_size=1024 loopback=2: $(cat "$TMP/modprobe.err")"
+	ring=${2:-1024}
+	modprobe tb5 ring_size="$ring" loopback=2 2>"$TMP/modprobe.err" ||
+		fail "$1" "modprobe tb5 ring_size=$ring loopback=2: $(cat "$TMP/modprobe.err")"
+	[ "$(cat /sys/module/tb5/parameters/ring_size)" = "$ring" ] ||
+		fail "$1" "ring_size reads $(cat /sys/module/tb5/parameters/ring_size), not $ring"
 	for n in 0 1 2 3; do
 		i=0
 		while [ ! -c "/dev/tb5_$n" ] && [ $i -lt 50 ]; do
@@ -233,8 +238,13 @@ rmmod tb5 2>"$TMP/rmmod.err" ||
 loaded && fail rmmod "tb5 still loaded after rmmod"
 [ -e /dev/tb5_0 ] && fail rmmod "/dev/tb5_0 still exists after rmmod"
 pass rmmod
-load_loop reload
-run reload.xfer tb5k-xfer --quick
+# Again at both ends of the ring range: 64 descriptors keep end-to-end flow
+# control stalling the sender all the time; 16384 is the largest ring.
+load_loop reload-ring64 64
+run reload-ring64.xfer tb5k-xfer --quick
+rmmod tb5 2>"$TMP/rmmod.err" || fail reload-ring64 "$(cat "$TMP/rmmod.err")"
+load_loop reload-ring16384 16384
+run reload-ring16384.xfer tb5k-xfer --quick
 # The last unload finds pair 1's cable pulled.
 echo 0 > "$CLASS/tb5_2/plugged" || fail rmmod.final "cannot unplug pair 1"
 [ "$(cat "$CLASS/tb5_3/state")" = down ] ||
