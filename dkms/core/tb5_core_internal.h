@@ -209,6 +209,16 @@ struct tb5_link {
 	uint8_t hdr[TB5_WIRE_MAX_LEN];	/* scratch for encoding headers */
 };
 
+/* Start a header from @ep to its peer's endpoint. */
+static inline void tb5_ep_msg(const struct tb5_ep *ep, uint8_t type,
+			      struct tb5_wire_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->dst = ep->peer_id;
+	m->src = ep->id;
+}
+
 /* tb5_link.c */
 void tb5_link_unlock(struct tb5_link *link);
 struct tb5_ep *tb5_ep_lookup(struct tb5_link *link, uint32_t id);

@@ -342,10 +342,7 @@ int tb5_ep_tx_close(struct tb5_ep *ep)
 	struct tb5_wire_msg m;
 	int ret;
 
-	memset(&m, 0, sizeof(m));
-	m.type = TB5_WIRE_CLOSE;
-	m.src = ep->id;
-	m.dst = ep->peer_id;
+	tb5_ep_msg(ep, TB5_WIRE_CLOSE, &m);
 	m.u.close.status = -ECONNRESET;
 	ret = tb5_send_header(ep->link, &m, TB5_EOF_LAST, 0);
 	if (!ret)

@@ -283,10 +283,7 @@ static int tx_abort(struct tb5_ep *ep)
 	struct tb5_wire_msg m;
 	int ret;
 
-	memset(&m, 0, sizeof(m));
-	m.type = TB5_WIRE_ABORT;
-	m.dst = ep->peer_id;
-	m.src = ep->id;
+	tb5_ep_msg(ep, TB5_WIRE_ABORT, &m);
 	m.u.abort.seq = a->seq;
 	m.u.abort.status = a->status;
 	ret = tb5_send_header(ep->link, &m, TB5_EOF_LAST, 0);
@@ -304,10 +301,7 @@ static int tx_cts(struct tb5_ep *ep)
 	struct tb5_wire_msg m;
 	int ret;
 
-	memset(&m, 0, sizeof(m));
-	m.type = TB5_WIRE_CTS;
-	m.dst = ep->peer_id;
-	m.src = ep->id;
+	tb5_ep_msg(ep, TB5_WIRE_CTS, &m);
 	m.u.cts.seq = r->seq;
 	m.u.cts.tag = r->tag;
 	m.u.cts.len = r->len;
@@ -337,10 +331,7 @@ static int tx_burst(struct tb5_ep *ep)
 	burst = (uint32_t)(left < max ? left : max);
 	cookie = send_cookie(ep, (uint32_t)(s - ep->sends), s);
 
-	memset(&m, 0, sizeof(m));
-	m.type = TB5_WIRE_DATA;
-	m.dst = ep->peer_id;
-	m.src = ep->id;
+	tb5_ep_msg(ep, TB5_WIRE_DATA, &m);
 	m.u.data.seq = s->seq;
 	m.u.data.flags = burst == left ? TB5_DATA_LAST : 0;
 	m.u.data.offset = s->issued;
