@@ -247,6 +247,10 @@ static int post_one(struct tb5_ctx *ctx, const struct tb5_post_op *op)
 {
 	struct tb5_kep *kep = kep_lookup(ctx, op->ep);
 	struct tb5_mr *mr = op->mem ? xa_load(&ctx->mrs, op->mem) : NULL;
+	bool send = op->op == TB5_OP_SEND;
+	/* Sends use slots 0..63, receives 64..127: each side has its 64. */
+	u32 first = send ? 0 : TB5_EP_MAX_OPS;
+	u32 end = first + TB5_EP_MAX_OPS;
 	struct tb5_mem mem;
 	u32 slot;
 	int ret;
@@ -263,13 +267,11 @@ static int post_one(struct tb5_ctx *ctx, const struct tb5_post_op *op)
 	if (ret)
 		return ret;
 
-	/* Sends use slots 0..63, receives 64..127: each side has its 64. */
 	spin_lock_bh(&kep->lock);
-	for (slot = op->op == TB5_OP_SEND ? 0 : TB5_EP_MAX_OPS;
-	     slot < (op->op == TB5_OP_SEND ? TB5_EP_MAX_OPS : TB5_KOPS); slot++)
+	for (slot = first; slot < end; slot++)
 		if (!kep->ops[slot].mr)
 			break;
-	if (slot == (op->op == TB5_OP_SEND ? TB5_EP_MAX_OPS : TB5_KOPS)) {
+	if (slot == end) {
 		spin_unlock_bh(&kep->lock);
 		tb5_cq_unreserve(ctx->cq, 1);
 		return -EAGAIN;
@@ -281,7 +283,7 @@ static int post_one(struct tb5_ctx *ctx, const struct tb5_post_op *op)
 
 	mem.region = mr;
 	mem.offset = op->offset;
-	if (op->op == TB5_OP_SEND)
+	if (send)
 		ret = tb5_post_send(kep->ep, &mem, op->len, op->tag, slot);
 	else
 		ret = tb5_post_recv(kep->ep, &mem, op->len, op->tag, slot);

@@ -31,6 +31,25 @@ MODULE_IMPORT_NS(DMA_BUF);
 /* Pages pinned per call: bounds the time one call holds the mmap lock. */
 #define TB5_PIN_CHUNK		512
 
+/* 6.2 made dma_buf_vmap() expect the reservation lock held by the caller. */
+static int mr_dmabuf_vmap(struct dma_buf *buf, struct iosys_map *map)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+	return dma_buf_vmap_unlocked(buf, map);
+#else
+	return dma_buf_vmap(buf, map);
+#endif
+}
+
+static void mr_dmabuf_vunmap(struct dma_buf *buf, struct iosys_map *map)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+	dma_buf_vunmap_unlocked(buf, map);
+#else
+	dma_buf_vunmap(buf, map);
+#endif
+}
+
 static int mr_install(struct tb5_ctx *ctx, struct tb5_mr *mr, u32 *handle)
 {
 	return xa_alloc(&ctx->mrs, handle, mr, XA_LIMIT(1, INT_MAX),
@@ -140,11 +159,7 @@ int tb5_mr_reg_dmabuf(struct tb5_ctx *ctx, struct tb5_reg_dmabuf *arg)
 		ret = -ENOMEM;
 		goto err_put;
 	}
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
-	ret = dma_buf_vmap_unlocked(buf, &map);
-#else
-	ret = dma_buf_vmap(buf, &map);
-#endif
+	ret = mr_dmabuf_vmap(buf, &map);
 	if (ret)
 		goto err_free_mr;
 	if (map.is_iomem) {
@@ -162,11 +177,7 @@ int tb5_mr_reg_dmabuf(struct tb5_ctx *ctx, struct tb5_reg_dmabuf *arg)
 	return 0;
 
 err_vunmap:
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
-	dma_buf_vunmap_unlocked(buf, &map);
-#else
-	dma_buf_vunmap(buf, &map);
-#endif
+	mr_dmabuf_vunmap(buf, &map);
 err_free_mr:
 	kfree(mr);
 err_put:
@@ -180,11 +191,7 @@ void tb5_mr_free(struct tb5_mr *mr)
 	if (mr->dmabuf) {
 		struct iosys_map map = IOSYS_MAP_INIT_VADDR(mr->dmabuf_vaddr);
 
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
-		dma_buf_vunmap_unlocked(mr->dmabuf, &map);
-#else
-		dma_buf_vunmap(mr->dmabuf, &map);
-#endif
+		mr_dmabuf_vunmap(mr->dmabuf, &map);
 		dma_buf_put(mr->dmabuf);
 	} else {
 		vunmap(mr->vmap_base);
