@@ -116,9 +116,10 @@ static int kep_install(struct tb5_kep *kep, struct tb5_ep *ep, u32 *handle)
 
 	kep->ep = ep;
 	atomic_inc(&ctx->live_eps);
-	ret = xa_alloc(&ctx->eps, &kep->handle, kep, XA_LIMIT(1, INT_MAX),
-		       GFP_KERNEL);
-	if (ret) {
+	/* Cyclic: a closed endpoint's late completions name no newer one. */
+	ret = xa_alloc_cyclic(&ctx->eps, &kep->handle, kep, XA_LIMIT(1, INT_MAX),
+			      &ctx->next_ep, GFP_KERNEL);
+	if (ret < 0) {
 		/* The core owns @kep now: closing releases and frees it. */
 		kep_close(kep);
 		return ret;
@@ -134,14 +135,14 @@ static int ioc_listen(struct tb5_ctx *ctx, struct tb5_listen *arg)
 	struct tb5_ep *ep;
 	int ret;
 
-	if (arg->pad)
+	if (arg->flags & ~TB5_LISTEN_WELL_KNOWN)
 		return -EINVAL;
 	kep = kep_alloc(ctx, 1);
 	if (IS_ERR(kep))
 		return PTR_ERR(kep);
 	kep->listener = true;
 	kep->incoming_armed = true;
-	ret = tb5_listen(ctx->dev->link, arg->service, kep, &ep);
+	ret = tb5_listen(ctx->dev->link, arg->service, arg->flags, kep, &ep);
 	if (ret) {
 		kep_discard(kep);
 		return ret;
@@ -370,6 +371,7 @@ static void ioc_info(struct tb5_ctx *ctx, struct tb5_info *arg)
 	BUILD_BUG_ON(TB5_UAPI_FRAME_MAX != TB5_FRAME_MAX);
 	BUILD_BUG_ON(TB5_UAPI_MSG_MAX != TB5_MSG_MAX);
 	BUILD_BUG_ON(TB5_UAPI_EP_OPS_MAX != TB5_EP_MAX_OPS);
+	BUILD_BUG_ON(TB5_LISTEN_WELL_KNOWN != TB5_LF_WELL_KNOWN);
 	memset(arg, 0, sizeof(*arg));
 	arg->local_host = dev->host_id;
 	arg->state = tb5_link_state(dev->link);
@@ -379,7 +381,8 @@ static void ioc_info(struct tb5_ctx *ctx, struct tb5_info *arg)
 	arg->ring_size = tb5_ring_size;
 	arg->max_frame = TB5_FRAME_MAX;
 	arg->speed_mbps = 0;
-	arg->features = TB5_FEATURE_HOST_MEM | TB5_FEATURE_DMABUF;
+	arg->features = TB5_FEATURE_HOST_MEM | TB5_FEATURE_DMABUF |
+			TB5_FEATURE_WELL_KNOWN;
 	if (dev->loop)
 		arg->features |= TB5_FEATURE_LOOP;
 }
@@ -389,7 +392,7 @@ static void ioc_version(struct tb5_version *arg)
 	memset(arg, 0, sizeof(*arg));
 	arg->abi_version = TB5_ABI_VERSION;
 	arg->features = TB5_FEATURE_HOST_MEM | TB5_FEATURE_DMABUF |
-			TB5_FEATURE_LOOP;
+			TB5_FEATURE_LOOP | TB5_FEATURE_WELL_KNOWN;
 	if (sscanf(TB5_VERSION_STRING, "%u.%u.%u", &arg->module_major,
 		   &arg->module_minor, &arg->module_patch) != 3)
 		arg->module_major = arg->module_minor = arg->module_patch = 0;

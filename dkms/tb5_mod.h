@@ -69,6 +69,7 @@ struct tb5_ctx {
 	struct mutex lock;		/* ioctls of this file */
 	struct xarray mrs;		/* handle -> struct tb5_mr */
 	struct xarray eps;		/* handle -> struct tb5_kep */
+	u32 next_ep;			/* the next endpoint handle to try */
 	struct tb5_cq *cq;		/* NULL until TB5_IOC_CQ_CREATE */
 	atomic_t live_eps;		/* core endpoints not yet released */
 };

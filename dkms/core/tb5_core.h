@@ -218,9 +218,16 @@ enum tb5_link_state tb5_link_state(struct tb5_link *link);
 int tb5_link_peer(struct tb5_link *link, uint64_t *host_id);
 void tb5_link_get_stats(struct tb5_link *link, struct tb5_link_stats *st);
 
+/*
+ * tb5_listen() flags. A well-known listener has cookie 0, so a peer that
+ * knows only the service id can connect (a tool's server, a responder);
+ * other listeners get a random cookie that is never 0.
+ */
+#define TB5_LF_WELL_KNOWN	0x1u
+
 /* Endpoints; all non-blocking. @ctx is the owner's, passed back in callbacks. */
-int tb5_listen(struct tb5_link *link, uint64_t service, void *ctx,
-	       struct tb5_ep **out);
+int tb5_listen(struct tb5_link *link, uint64_t service, uint32_t flags,
+	       void *ctx, struct tb5_ep **out);
 int tb5_listen_addr(struct tb5_ep *listener, struct tb5_addr *addr);
 /* -EAGAIN when no connection waits. */
 int tb5_accept(struct tb5_ep *listener, void *ctx, struct tb5_ep **out);

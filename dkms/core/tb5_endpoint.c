@@ -128,20 +128,22 @@ static struct tb5_ep *find_listener(struct tb5_link *link, uint64_t service)
 	return NULL;
 }
 
-int tb5_listen(struct tb5_link *link, uint64_t service, void *ctx,
-	       struct tb5_ep **out)
+int tb5_listen(struct tb5_link *link, uint64_t service, uint32_t flags,
+	       void *ctx, struct tb5_ep **out)
 {
 	struct tb5_ep *ep;
 	int ret;
 
-	if (!link || !out)
+	if (!link || !out || (flags & ~TB5_LF_WELL_KNOWN))
 		return -EINVAL;
 	ep = ep_alloc(ctx);
 	if (!ep)
 		return -ENOMEM;
 	ep->state = TB5_EP_LISTENING;
 	ep->service = service;
-	ep->listen_cookie = tb5_os_random_u64();
+	ep->listen_cookie = 0;
+	while (!(flags & TB5_LF_WELL_KNOWN) && !ep->listen_cookie)
+		ep->listen_cookie = tb5_os_random_u64();
 
 	tb5_os_lock(link->lock);
 	ret = find_listener(link, service) ? -EADDRINUSE :

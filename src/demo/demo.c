@@ -449,7 +449,7 @@ int main(int argc, char **argv)
 	show_peers(&a, &b);
 
 	/* A connection. */
-	ret = tb5_listen(b.link, SERVICE, &listener, &listener.ep);
+	ret = tb5_listen(b.link, SERVICE, 0, &listener, &listener.ep);
 	if (!check(ret == 0, "%s listens on service %#x: %d", b.name, SERVICE,
 		   ret))
 		return 1;

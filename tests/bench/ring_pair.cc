@@ -89,7 +89,7 @@ bool RingPair::Setup()
 		error_ = "links did not become ready";
 		return false;
 	}
-	if (tb5_listen(b_, kService, &cl_, &listener_) ||
+	if (tb5_listen(b_, kService, 0, &cl_, &listener_) ||
 	    tb5_listen_addr(listener_, &addr) ||
 	    tb5_connect(a_, &addr, &ca_, &ea_))
 		return false;

@@ -73,6 +73,45 @@ TEST_F(Handshake, ConnectAcceptReportsBothSides)
 	EXPECT_TRUE(b.delivered(h, s, c));
 }
 
+TEST_F(Handshake, WellKnownListenerTakesCookieZero)
+{
+	Ep *l = nullptr, *s = nullptr;
+	tb5_addr addr = {};
+
+	ASSERT_EQ(h.listen(1, 0x77, &l, TB5_LF_WELL_KNOWN), 0);
+	ASSERT_EQ(tb5_listen_addr(l->ep, &addr), 0);
+	EXPECT_EQ(addr.cookie, 0u);
+
+	Ep *c = connect_and_wait({0x77, 0});
+	ASSERT_TRUE(c);
+	ASSERT_TRUE(h.run_until([&] { return h.count_events(l, TB5_EV_INCOMING) > 0; }));
+	ASSERT_EQ(h.accept(l, &s), 0);
+	ASSERT_TRUE(h.run_until([&] { return h.count_events(c, TB5_EV_CONNECTED) > 0; }));
+	EXPECT_EQ(tb5_ep_state(c->ep), TB5_EP_CONNECTED);
+}
+
+TEST_F(Handshake, OrdinaryListenerRefusesCookieZero)
+{
+	Ep *l = nullptr;
+	tb5_addr addr = {};
+
+	ASSERT_EQ(h.listen(1, 0x78, &l), 0);
+	ASSERT_EQ(tb5_listen_addr(l->ep, &addr), 0);
+	EXPECT_NE(addr.cookie, 0u) << "a random cookie must never be 0";
+
+	Ep *c = connect_and_wait({0x78, 0});
+	ASSERT_TRUE(c);
+	EXPECT_EQ(h.event_status(c, TB5_EV_ERROR), -ECONNREFUSED);
+	EXPECT_EQ(h.count_events(l, TB5_EV_INCOMING), 0);
+}
+
+TEST_F(Handshake, ListenRefusesUnknownFlags)
+{
+	Ep *l = nullptr;
+
+	EXPECT_EQ(h.listen(1, 0x79, &l, 0x2), -EINVAL);
+}
+
 TEST_F(Handshake, UnknownServiceIsRefused)
 {
 	Ep *l = nullptr;

@@ -441,7 +441,7 @@ void Harness::Setup()
 	tb5_link_up(link_);
 
 	Ep *l = NewEp(EpKind::kListener);
-	if (tb5_listen(link_, kListenService, l, &l->h))
+	if (tb5_listen(link_, kListenService, 0, l, &l->h))
 		Fail("tb5_listen on a fresh link failed");
 	l->created = true;
 	if (tb5_listen_addr(l->h, &l->addr) || l->addr.service != kListenService)
@@ -855,7 +855,7 @@ void Harness::Listen()
 
 	if (!ep)
 		return;
-	const int rc = tb5_listen(link_, service, ep, &ep->h);
+	const int rc = tb5_listen(link_, service, 0, ep, &ep->h);
 	if (rc > 0)
 		Fail("tb5_listen returned %d", rc);
 	ep->created = rc == 0;

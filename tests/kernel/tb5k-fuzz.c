@@ -405,7 +405,7 @@ static void do_tb5_ioctl(struct thr *t)
 		break;
 	case TB5_IOC_LISTEN:
 		u.li.service = a_service(t);
-		u.li.pad = small_flags(t);
+		u.li.flags = small_flags(t);
 		break;
 	case TB5_IOC_CONNECT:
 		u.co.service = a_service(t);

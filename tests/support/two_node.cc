@@ -173,10 +173,10 @@ Ep *TwoNode::new_ep(int end)
 	return eps_.back().get();
 }
 
-int TwoNode::listen(int end, uint64_t service, Ep **out)
+int TwoNode::listen(int end, uint64_t service, Ep **out, uint32_t flags)
 {
 	Ep *ep = new_ep(end);
-	int rc = tb5_listen(ends_[end].link, service, ep, &ep->ep);
+	int rc = tb5_listen(ends_[end].link, service, flags, ep, &ep->ep);
 
 	ep->opened = rc == 0;
 	if (rc == 0)

@@ -83,7 +83,7 @@ public:
 
 	// --- endpoints (the returned Ep lives as long as the harness) ---
 	Ep *new_ep(int end);
-	int listen(int end, uint64_t service, Ep **out);
+	int listen(int end, uint64_t service, Ep **out, uint32_t flags = 0);
 	int connect(int end, const struct tb5_addr &addr, Ep **out);
 	int accept(Ep *listener, Ep **out);
 	void close(Ep *ep);

@@ -48,6 +48,7 @@
 #define TB5_FEATURE_HOST_MEM	(1u << 0)	/* TB5_IOC_REG_MEM */
 #define TB5_FEATURE_DMABUF	(1u << 1)	/* TB5_IOC_REG_DMABUF */
 #define TB5_FEATURE_LOOP	(1u << 2)	/* this link is a loop pair end */
+#define TB5_FEATURE_WELL_KNOWN	(1u << 3)	/* TB5_LISTEN_WELL_KNOWN */
 
 /* Limits that user space may rely on for this ABI version. */
 #define TB5_UAPI_FRAME_MAX	4096u		/* bytes per ring frame */
@@ -152,7 +153,11 @@ struct tb5_cq_ring {
 #define TB5_EVENT_PEER_CLOSED	3	/* status -ECONNRESET */
 #define TB5_EVENT_ERROR		4	/* refused or link lost: status says which */
 
-/* One completion: 32 bytes. */
+/*
+ * One completion: 32 bytes. Endpoint handles are not reused while the
+ * context lives (up to 2^31 endpoints), so a completion of a closed
+ * endpoint is never mistaken for one of a newer endpoint.
+ */
 struct tb5_cqe {
 	__u64 user_data;	/* as posted; 0 for events */
 	__u64 bytes;		/* bytes moved (message size for a receive) */
@@ -163,12 +168,17 @@ struct tb5_cqe {
 	__u32 ep;		/* the endpoint's handle */
 };
 
-/* TB5_IOC_LISTEN */
+/*
+ * TB5_IOC_LISTEN. A well-known listener has cookie 0, so that a peer that
+ * knows only the service id can connect (a tool's server or responder).
+ */
+#define TB5_LISTEN_WELL_KNOWN	(1u << 0)
+
 struct tb5_listen {
 	__u64 service;		/* in: service id, unique per link */
 	__u64 cookie;		/* out: connectors must present it */
 	__u32 ep;		/* out: the listener's handle */
-	__u32 pad;		/* in: 0 */
+	__u32 flags;		/* in: TB5_LISTEN_* */
 };
 
 /* TB5_IOC_CONNECT: returns at once; TB5_EVENT_CONNECTED or _ERROR follows. */
