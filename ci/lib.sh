@@ -11,7 +11,8 @@ TB5_JOBS=$(nproc)
 # (ci/test.sh): clang with its libFuzzer and sanitizer runtimes, and the
 # headers of Debian's kernel to build the core with Kbuild.
 TB5_DEPS_BUILD=(build-essential cmake ninja-build pkg-config
-		googletest libgtest-dev libgmock-dev libbenchmark-dev)
+		googletest libgtest-dev libgmock-dev libbenchmark-dev
+		libcli11-dev nlohmann-json3-dev)
 # shellcheck disable=SC2034  # used by ci/test.sh
 TB5_DEPS_TEST=("${TB5_DEPS_BUILD[@]}" clang libclang-rt-14-dev linux-headers-amd64
 		sparse)

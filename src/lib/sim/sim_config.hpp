@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+//
+// sim_config.hpp - the simulator's settings, from TB5_SIM:
+//
+//   TB5_SIM=<fabric>[:key=value[,key=value...]]
+//
+//   fabric  name of the simulated cluster: [A-Za-z0-9_.-], 1..64 chars
+//   hosts   host slots in the fabric, full mesh (1..16, default 2)
+//   host    the slot this process takes (default: the first free one)
+//   loop    loop pairs inside this process (0..16, default 1)
+//   ring    descriptors per ring (power of two, 64..16384, default 1024)
+//   rate    link rate model in Gb/s, e.g. 80 (default 0: as fast as memory)
+//
+// hosts and ring belong to the fabric: the first process fixes them and a
+// later one that asks for other values is refused.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tb5::sim {
+
+struct Config {
+	std::string fabric;
+	uint32_t hosts = 2;
+	bool hosts_given = false;
+	int host = -1;
+	uint32_t loop = 1;
+	uint32_t ring_size = 1024;
+	bool ring_given = false;
+	uint64_t rate_mbps = 0;
+};
+
+constexpr uint32_t kMaxHosts = 16;
+constexpr uint32_t kMaxLoop = 16;
+
+// Parses @spec; 0, or -EINVAL with a message for tb5_last_error().
+int parse_config(const std::string &spec, Config &out);
+
+} // namespace tb5::sim

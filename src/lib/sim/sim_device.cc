@@ -1,0 +1,651 @@
+// SPDX-License-Identifier: MIT
+//
+// sim_device.cc - the simulator backend: this process as a host of a
+// fabric (its links), and devices, endpoints and memory regions over them.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends.hpp"
+#include "error.hpp"
+#include "objects.hpp"
+#include "sim/fabric.hpp"
+#include "sim/sim_config.hpp"
+#include "sim/sim_link.hpp"
+
+static_assert(TB5_WC_CONNECTED == TB5_EV_CONNECTED &&
+	      TB5_WC_INCOMING == TB5_EV_INCOMING &&
+	      TB5_WC_PEER_CLOSED == TB5_EV_PEER_CLOSED &&
+	      TB5_WC_ERROR == TB5_EV_ERROR);
+static_assert(TB5_WC_SEND == TB5_COMPLETION_SEND &&
+	      TB5_WC_RECV == TB5_COMPLETION_RECV);
+static_assert(TB5_ENDPOINT_LISTENING == TB5_EP_LISTENING &&
+	      TB5_ENDPOINT_CONNECTING == TB5_EP_CONNECTING &&
+	      TB5_ENDPOINT_CONNECTED == TB5_EP_CONNECTED &&
+	      TB5_ENDPOINT_PEER_CLOSED == TB5_EP_PEER_CLOSED &&
+	      TB5_ENDPOINT_FAILED == TB5_EP_ERROR);
+
+namespace tb5::sim {
+namespace {
+
+// How long closing a device waits for its endpoints to drain before it
+// resets the link under them.
+constexpr auto kCloseDrain = std::chrono::seconds(2);
+
+// --- this process as a host of the fabric ---
+
+class Host {
+public:
+	int init(const Config &cfg);
+	std::vector<std::unique_ptr<SimLink>> links;
+	Fabric fabric;
+	pid_t pid = 0;
+};
+
+std::mutex host_mu;
+Host *the_host;		// leaked on purpose: links outlive static destructors
+
+void leave_at_exit()
+{
+	if (the_host && the_host->pid == getpid())
+		the_host->fabric.leave();
+}
+
+int Host::init(const Config &cfg)
+{
+	int ret = fabric.join(cfg);
+
+	if (ret)
+		return ret;
+	pid = getpid();
+	uint32_t index = 0;
+
+	for (uint32_t j = 0; j < fabric.hosts(); j++) {
+		if (j == fabric.my_slot())
+			continue;
+		auto l = std::make_unique<SimLink>(fabric, j, cfg.rate_mbps);
+
+		ret = l->create("sim_h" + std::to_string(j), index++);
+		if (ret)
+			return ret;
+		links.push_back(std::move(l));
+	}
+	for (uint32_t k = 0; k < cfg.loop; k++) {
+		size_t bytes = 2 * ring_bytes(fabric.ring_size());
+		void *raw = aligned_alloc(4096, bytes);
+
+		if (!raw)
+			return fail(-ENOMEM, "simulator: no memory for loop pair %u",
+				    k);
+		memset(raw, 0, bytes);
+		std::shared_ptr<uint8_t[]> mem(static_cast<uint8_t *>(raw), free);
+		// Distinct host ids per end, as the kernel's loop pairs have.
+		uint64_t base = fabric.my_session() ^ (uint64_t(k + 1) << 48);
+		SimLink *ends[2];
+
+		for (int e = 0; e < 2; e++) {
+			auto l = std::make_unique<SimLink>(
+				fabric, mem, e, fabric.ring_size(),
+				base ^ (uint64_t(e + 1) << 40), cfg.rate_mbps);
+			ret = l->create("sim_l" + std::to_string(k) +
+						(e ? "b" : "a"),
+					index++);
+			if (ret)
+				return ret;
+			ends[e] = l.get();
+			links.push_back(std::move(l));
+		}
+		ends[0]->start_loop();
+		ends[1]->start_loop();
+	}
+	return 0;
+}
+
+// The process's host, joining the fabric on first use. A child after
+// fork() is a new host: it leaves the parent's objects alone.
+int get_host(Host **out)
+{
+	std::lock_guard lk(host_mu);
+	static bool atexit_done;
+	const char *spec = getenv("TB5_SIM");
+
+	if (the_host && the_host->pid == getpid()) {
+		*out = the_host;
+		return 0;
+	}
+	if (!spec || !*spec)
+		return fail(-ENODEV, "the simulator is not selected (TB5_SIM)");
+	Config cfg;
+	int ret = parse_config(spec, cfg);
+
+	if (ret)
+		return ret;
+	auto h = std::make_unique<Host>();
+
+	ret = h->init(cfg);
+	if (ret) {
+		h->fabric.leave();
+		// Links made so far hold the fabric: keep them (idle).
+		h.release();
+		return ret;
+	}
+	the_host = h.release();
+	if (!atexit_done) {
+		atexit(leave_at_exit);
+		atexit_done = true;
+	}
+	*out = the_host;
+	return 0;
+}
+
+// --- devices ---
+
+struct Cq {
+	std::mutex mu;
+	std::deque<tb5_wc> q;
+};
+
+struct SimMr : tb5_mr {
+	uint8_t *base;
+	std::atomic<uint32_t> inflight{ 0 };
+	SimMr(tb5_device *d, void *addr, uint64_t bytes)
+		: tb5_mr(d, bytes), base(static_cast<uint8_t *>(addr))
+	{
+	}
+};
+
+struct OpSlot {
+	uint64_t user_data;
+	SimMr *mr;
+	uint32_t next_free;
+};
+
+constexpr uint32_t kSlots = 2 * TB5_EP_MAX_OPS;	// sends + receives
+
+struct SimEp : tb5_endpoint {
+	std::shared_ptr<Cq> cq;
+	std::shared_ptr<std::atomic<int>> live;	// the device's live endpoints
+	HostSlot *doorbell;
+	struct tb5_ep *core = nullptr;
+	bool listener = false;
+	bool closed = false;			// under cq->mu
+	uint64_t local_host = 0;
+
+	std::mutex slot_mu;
+	OpSlot slots[kSlots];
+	uint32_t free_head = 0;
+
+	SimEp(tb5_device *d, uint64_t ctx, std::shared_ptr<Cq> q,
+	      std::shared_ptr<std::atomic<int>> l, HostSlot *db)
+		: tb5_endpoint(d, ctx), cq(std::move(q)), live(std::move(l)),
+		  doorbell(db)
+	{
+		for (uint32_t i = 0; i < kSlots; i++)
+			slots[i].next_free = i + 1;
+		live->fetch_add(1);
+	}
+	~SimEp() override { live->fetch_sub(1); }
+
+	int take_slot(uint64_t user_data, SimMr *mr)
+	{
+		std::lock_guard lk(slot_mu);
+
+		if (free_head >= kSlots)
+			return -EAGAIN;
+		uint32_t i = free_head;
+
+		free_head = slots[i].next_free;
+		slots[i].user_data = user_data;
+		slots[i].mr = mr;
+		mr->inflight.fetch_add(1, std::memory_order_relaxed);
+		return int(i);
+	}
+	OpSlot put_slot(uint32_t i)
+	{
+		std::lock_guard lk(slot_mu);
+		OpSlot s = slots[i];
+
+		slots[i].next_free = free_head;
+		free_head = i;
+		s.mr->inflight.fetch_sub(1, std::memory_order_release);
+		return s;
+	}
+	void push(const tb5_wc &wc)
+	{
+		{
+			std::lock_guard lk(cq->mu);
+
+			if (closed)
+				return;
+			cq->q.push_back(wc);
+		}
+		ring_doorbell(*doorbell);
+	}
+};
+
+class SimDevice final : public tb5_device {
+public:
+	explicit SimDevice(SimLink *link)
+		: link_(link), cq_(std::make_shared<Cq>()),
+		  live_(std::make_shared<std::atomic<int>>(0))
+	{
+	}
+	~SimDevice() override;
+
+	int query(tb5_link_info *info) override
+	{
+		link_->progress();
+		link_->describe(*info);
+		return 0;
+	}
+	int counters(tb5_counters *c) override
+	{
+		struct tb5_link_stats st;
+
+		tb5_link_get_stats(link_->core(), &st);
+		*c = {};
+		c->tx_frames = st.tx_frames;
+		c->tx_bytes = st.tx_bytes;
+		c->rx_frames = st.rx_frames;
+		c->rx_bytes = st.rx_bytes;
+		c->errors = st.rx_errors + st.rx_dropped + st.peer_resets;
+		return 0;
+	}
+	int reg_host(void *addr, size_t len, tb5_mr **mr) override
+	{
+		auto m = std::make_unique<SimMr>(this, addr, len);
+		std::lock_guard lk(mu_);
+
+		*mr = m.get();
+		mrs_.insert(m.release());
+		return 0;
+	}
+	int reg_dmabuf(int, uint64_t, uint64_t, tb5_mr **) override
+	{
+		return fail(-EOPNOTSUPP, "the simulator carries host memory only "
+			    "(no dma-buf)");
+	}
+	int dereg(tb5_mr *mr) override
+	{
+		auto *m = static_cast<SimMr *>(mr);
+		std::lock_guard lk(mu_);
+
+		if (!mrs_.count(m))
+			return fail(-EINVAL, "not a region of this device");
+		if (m->inflight.load(std::memory_order_acquire))
+			return fail(-EBUSY, "the region is still in use by %u "
+				    "operation(s)", m->inflight.load());
+		mrs_.erase(m);
+		delete m;
+		return 0;
+	}
+	int listen(uint64_t service, uint32_t flags, uint64_t context,
+		   tb5_endpoint **ep) override;
+	int address(tb5_endpoint *listener, tb5_address *addr) override;
+	int connect(const tb5_address &addr, uint64_t context,
+		    tb5_endpoint **ep) override;
+	int accept(tb5_endpoint *listener, uint64_t context,
+		   tb5_endpoint **ep) override;
+	int close(tb5_endpoint *ep) override;
+	int state(tb5_endpoint *ep, int *error) override;
+	int post(const tb5_op *ops, size_t count, size_t *posted) override;
+	int poll(tb5_wc *wc, int max) override;
+	int wait(int timeout_ms) override;
+
+private:
+	int post_ops(const tb5_op *ops, size_t count, size_t *posted);
+	std::unique_ptr<SimEp> new_ep(uint64_t context)
+	{
+		return std::make_unique<SimEp>(this, context, cq_, live_,
+					       &link_->my_doorbell());
+	}
+	void adopt(SimEp *e)
+	{
+		std::lock_guard lk(mu_);
+		eps_.insert(e);
+	}
+
+	SimLink *link_;
+	std::shared_ptr<Cq> cq_;
+	std::shared_ptr<std::atomic<int>> live_;
+	std::mutex mu_;
+	std::set<SimEp *> eps_;		// open, not closed by the user
+	std::set<SimMr *> mrs_;
+};
+
+int SimDevice::listen(uint64_t service, uint32_t flags, uint64_t context,
+		      tb5_endpoint **ep)
+{
+	auto e = new_ep(context);
+	int ret = tb5_listen(link_->core(), service,
+			     (flags & TB5_LISTEN_WELL_KNOWN) ? TB5_LF_WELL_KNOWN : 0,
+			     e.get(), &e->core);
+
+	if (ret == -EADDRINUSE)
+		return fail(ret, "service %#llx has a listener on this link "
+			    "already", (unsigned long long)service);
+	if (ret)
+		return fail(ret, "listen: %s", strerror(-ret));
+	e->listener = true;
+	*ep = e.get();
+	adopt(e.release());
+	return 0;
+}
+
+int SimDevice::address(tb5_endpoint *listener, tb5_address *addr)
+{
+	auto *e = static_cast<SimEp *>(listener);
+	struct tb5_addr a;
+	tb5_link_info info;
+
+	if (!e->listener || tb5_listen_addr(e->core, &a))
+		return fail(-EINVAL, "only a listener has an address");
+	link_->describe(info);
+	addr->host = info.local_host;
+	addr->service = a.service;
+	addr->cookie = a.cookie;
+	return 0;
+}
+
+int SimDevice::connect(const tb5_address &addr, uint64_t context,
+		       tb5_endpoint **ep)
+{
+	tb5_link_info info;
+
+	link_->progress();
+	link_->describe(info);
+	if (addr.host) {
+		if (info.state != TB5_LINK_STATE_READY)
+			return fail(-ENOTCONN, "%s is not ready: its peer has not "
+				    "answered yet", info.name);
+		if (info.peer_host != addr.host)
+			return fail(-EHOSTUNREACH, "%s leads to host %#llx, not "
+				    "to host %#llx", info.name,
+				    (unsigned long long)info.peer_host,
+				    (unsigned long long)addr.host);
+	}
+	auto e = new_ep(context);
+	struct tb5_addr a = { addr.service, addr.cookie };
+	int ret = tb5_connect(link_->core(), &a, e.get(), &e->core);
+
+	link_->flush();
+	if (ret)
+		return fail(ret, "connect on %s: %s", info.name, strerror(-ret));
+	*ep = e.get();
+	adopt(e.release());
+	return 0;
+}
+
+int SimDevice::accept(tb5_endpoint *listener, uint64_t context,
+		      tb5_endpoint **ep)
+{
+	auto *l = static_cast<SimEp *>(listener);
+
+	if (!l->listener)
+		return fail(-EINVAL, "accept needs a listener");
+	auto e = new_ep(context);
+	int ret = tb5_accept(l->core, e.get(), &e->core);
+
+	link_->flush();
+	if (ret == -EAGAIN)
+		return ret;
+	if (ret)
+		return fail(ret, "accept: %s", strerror(-ret));
+	*ep = e.get();
+	adopt(e.release());
+	return 0;
+}
+
+int SimDevice::close(tb5_endpoint *ep)
+{
+	auto *e = static_cast<SimEp *>(ep);
+
+	{
+		std::lock_guard lk(mu_);
+
+		if (!eps_.erase(e))
+			return fail(-EINVAL, "not an open endpoint of this device");
+	}
+	{
+		std::lock_guard lk(cq_->mu);
+		auto &q = cq_->q;
+
+		e->closed = true;
+		q.erase(std::remove_if(q.begin(), q.end(),
+				       [e](const tb5_wc &w) { return w.ep == e; }),
+			q.end());
+	}
+	// The core reports TB5_EV_RELEASED last, which frees @e, possibly
+	// inside this call.
+	tb5_ep_close(e->core);
+	link_->flush();
+	return 0;
+}
+
+int SimDevice::state(tb5_endpoint *ep, int *error)
+{
+	auto *e = static_cast<SimEp *>(ep);
+	int st;
+
+	link_->progress();
+	st = int(tb5_ep_state(e->core));
+	if (error && st == TB5_ENDPOINT_FAILED)
+		*error = -ENOTCONN;
+	return st;
+}
+
+int SimDevice::post(const tb5_op *ops, size_t count, size_t *posted)
+{
+	int ret = post_ops(ops, count, posted);
+
+	link_->flush();
+	return ret;
+}
+
+int SimDevice::post_ops(const tb5_op *ops, size_t count, size_t *posted)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++) {
+		const tb5_op &o = ops[i];
+		auto *e = static_cast<SimEp *>(o.ep);
+		auto *m = static_cast<SimMr *>(o.mr);
+		int slot = e->take_slot(o.user_data, m);
+
+		if (slot < 0) {
+			*posted = i;
+			return slot;
+		}
+		struct tb5_mem mem = { nullptr, uint64_t(uintptr_t(m->base + o.offset)) };
+		int ret = o.kind == TB5_POST_SEND ?
+				  tb5_post_send(e->core, &mem, o.len, o.tag, uint64_t(slot)) :
+				  tb5_post_recv(e->core, &mem, o.len, o.tag, uint64_t(slot));
+		if (ret) {
+			e->put_slot(uint32_t(slot));
+			*posted = i;
+			if (ret == -EAGAIN)
+				return ret;
+			return fail(ret, "posting a %s of %llu bytes: %s",
+				    o.kind == TB5_POST_SEND ? "send" : "receive",
+				    (unsigned long long)o.len, strerror(-ret));
+		}
+	}
+	*posted = i;
+	return 0;
+}
+
+int SimDevice::poll(tb5_wc *wc, int max)
+{
+	int n = 0;
+
+	link_->progress();
+	std::lock_guard lk(cq_->mu);
+	while (n < max && !cq_->q.empty()) {
+		wc[n++] = cq_->q.front();
+		cq_->q.pop_front();
+	}
+	return n;
+}
+
+int SimDevice::wait(int timeout_ms)
+{
+	using clock = std::chrono::steady_clock;
+	const auto deadline = clock::now() + std::chrono::milliseconds(
+						     timeout_ms < 0 ? 0 : timeout_ms);
+	HostSlot &db = link_->my_doorbell();
+
+	for (;;) {
+		link_->progress();
+		{
+			std::lock_guard lk(cq_->mu);
+			if (!cq_->q.empty())
+				return 0;
+		}
+		uint32_t seen = db.doorbell.load(std::memory_order_acquire);
+
+		db.sleepers.fetch_add(1, std::memory_order_seq_cst);
+		std::atomic_thread_fence(std::memory_order_seq_cst);
+		bool busy = link_->has_work();
+		{
+			std::lock_guard lk(cq_->mu);
+			busy = busy || !cq_->q.empty();
+		}
+		int slice = 100;	// wake now and then to see a peer die
+
+		if (timeout_ms >= 0) {
+			auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+					    deadline - clock::now()).count();
+			if (left <= 0 && !busy) {
+				db.sleepers.fetch_sub(1);
+				return -ETIMEDOUT;
+			}
+			slice = int(std::min<long long>(slice, std::max<long long>(left, 1)));
+		}
+		if (!busy)
+			sleep_on_doorbell(db, seen, slice);
+		db.sleepers.fetch_sub(1);
+	}
+}
+
+SimDevice::~SimDevice()
+{
+	std::vector<SimEp *> open(eps_.begin(), eps_.end());
+
+	for (SimEp *e : open)
+		close(e);
+	// Let closed endpoints finish (a send whose frames are queued
+	// completes when they leave); a peer that never drains its ring gets
+	// the link reset under it, as a cable pull would.
+	auto deadline = std::chrono::steady_clock::now() + kCloseDrain;
+	bool reset = false;
+
+	while (live_->load() > 0) {
+		link_->progress();
+		if (std::chrono::steady_clock::now() > deadline) {
+			if (reset)
+				break;
+			link_->reset();
+			reset = true;
+			deadline = std::chrono::steady_clock::now() + kCloseDrain;
+		}
+	}
+	if (live_->load() > 0) {
+		// Operations may still name our regions: keep them (leak).
+		return;
+	}
+	for (SimMr *m : mrs_)
+		delete m;
+}
+
+} // namespace
+
+void deliver_completion(void *ep_ctx, const struct tb5_completion *c)
+{
+	auto *e = static_cast<SimEp *>(ep_ctx);
+	OpSlot s = e->put_slot(uint32_t(c->user_id));
+	tb5_wc wc = {};
+
+	wc.user_data = s.user_data;
+	wc.bytes = c->bytes;
+	wc.status = c->status;
+	wc.tag = c->tag;
+	wc.kind = uint16_t(c->op);
+	wc.ep = e;
+	e->push(wc);
+}
+
+void deliver_event(void *ep_ctx, enum tb5_event ev, int status)
+{
+	auto *e = static_cast<SimEp *>(ep_ctx);
+
+	if (ev == TB5_EV_RELEASED) {
+		delete e;
+		return;
+	}
+	tb5_wc wc = {};
+
+	wc.user_data = e->context;
+	wc.status = status;
+	wc.kind = TB5_WC_EVENT;
+	wc.event = uint16_t(ev);
+	wc.ep = e;
+	e->push(wc);
+}
+
+bool selected()
+{
+	const char *s = getenv("TB5_SIM");
+
+	return s && *s;
+}
+
+int list_links(std::vector<tb5_link_info> &out)
+{
+	Host *h;
+	int ret = get_host(&h);
+
+	if (ret)
+		return ret;
+	for (auto &l : h->links) {
+		tb5_link_info info;
+
+		l->progress();
+		l->describe(info);
+		out.push_back(info);
+	}
+	return 0;
+}
+
+int open(const char *name, tb5_device **dev)
+{
+	Host *h;
+	int ret = get_host(&h);
+
+	if (ret)
+		return ret;
+	for (auto &l : h->links) {
+		tb5_link_info info;
+
+		l->describe(info);
+		if (!strcmp(info.name, name)) {
+			*dev = new SimDevice(l.get());
+			return 0;
+		}
+	}
+	return fail(-ENODEV, "the simulator has no link \"%s\" (tb5_list_links "
+		    "names them: sim_h<slot> to other hosts, sim_l<k>a/b for "
+		    "loop pairs)", name);
+}
+
+} // namespace tb5::sim

@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: MIT
+//
+// sim_link.cc - a simulated cable end: TX queue, DMA copy, RX delivery.
+#include "sim/sim_link.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "error.hpp"
+
+namespace tb5::sim {
+namespace {
+
+// Between liveness checks of a mesh peer (a kill(pid, 0) each).
+constexpr uint64_t kAliveCheckNs = 200'000'000;
+
+uint64_t now_ns()
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
+}
+
+} // namespace
+
+SimLink::SimLink(Fabric &fabric, uint32_t peer, uint64_t rate_mbps)
+	: fabric_(fabric), mesh_(true), peer_slot_(peer), loop_end_(-1),
+	  ring_size_(fabric.ring_size()), host_id_(fabric.my_session()),
+	  rate_mbps_(rate_mbps)
+{
+}
+
+SimLink::SimLink(Fabric &fabric, std::shared_ptr<uint8_t[]> mem, int end,
+		 uint32_t ring_size, uint64_t host_id, uint64_t rate_mbps)
+	: fabric_(fabric), mesh_(false), peer_slot_(0), loop_end_(end),
+	  ring_size_(ring_size), host_id_(host_id), rate_mbps_(rate_mbps),
+	  loop_mem_(std::move(mem))
+{
+}
+
+SimLink::~SimLink()
+{
+	if (core_) {
+		{
+			std::lock_guard lk(txq_mu_);
+			down_ = true;
+			txq_count_ = 0;
+			done_.clear();
+		}
+		tb5_link_down(core_, -ESHUTDOWN);
+		tb5_link_destroy(core_);
+	}
+}
+
+int SimLink::create(const std::string &name, uint32_t index)
+{
+	static const struct tb5_link_ops ops = {
+		&SimLink::op_tx, &SimLink::op_copy_to, &SimLink::op_complete,
+		&SimLink::op_event,
+	};
+	struct tb5_link_config cfg = {};
+
+	name_ = name;
+	index_ = index;
+	txq_.resize(ring_size_);
+	done_.reserve(ring_size_);
+	done_scratch_.reserve(ring_size_);
+	cfg.ring_size = ring_size_;
+	cfg.host_id = host_id_;
+	int ret = tb5_link_create(&cfg, &ops, this, &core_);
+
+	if (ret)
+		return fail(ret, "simulator: creating link %s: %s", name.c_str(),
+			    strerror(-ret));
+	return 0;
+}
+
+void SimLink::attach_rings(uint8_t *base, int end)
+{
+	// Direction 0 carries frames from end 0 to end 1 (for a cable, from
+	// the lower slot to the higher); each end sends into the other's RX.
+	uint8_t *dir0 = base, *dir1 = base + ring_bytes(ring_size_);
+
+	tx_ring_ = FrameRing(end == 0 ? dir0 : dir1, ring_size_);
+	rx_ring_ = FrameRing(end == 0 ? dir1 : dir0, ring_size_);
+	tx_ring_.producer_attach();
+	rx_ring_.consumer_attach();
+}
+
+void SimLink::start_loop()
+{
+	attach_rings(loop_mem_.get(), loop_end_);
+	{
+		std::lock_guard lk(txq_mu_);
+		down_ = false;
+	}
+	tb5_link_up(core_);
+}
+
+void SimLink::describe(tb5_link_info &info)
+{
+	uint64_t peer = 0;
+
+	info = {};
+	snprintf(info.name, sizeof(info.name), "%s", name_.c_str());
+	info.backend = TB5_BACKEND_SIM;
+	info.index = index_;
+	info.state = uint32_t(tb5_link_state(core_));
+	info.local_host = host_id_;
+	if (info.state == TB5_LINK_STATE_READY && !tb5_link_peer(core_, &peer))
+		info.peer_host = peer;
+	info.ring_size = ring_size_;
+	info.max_frame = TB5_FRAME_MAX;
+	info.speed_mbps = uint32_t(std::min<uint64_t>(rate_mbps_, UINT32_MAX));
+	info.caps = TB5_CAP_HOST_MEM | (mesh_ ? 0 : TB5_CAP_LOOP);
+	info.max_ops = TB5_EP_MAX_OPS;
+	info.max_msg = TB5_MSG_MAX;
+}
+
+HostSlot &SimLink::peer_doorbell()
+{
+	return fabric_.slot(mesh_ ? peer_slot_ : fabric_.my_slot());
+}
+
+// --- the core's callbacks (under the core's link lock) ---
+
+int SimLink::op_tx(void *priv, const struct tb5_tx_frame *f)
+{
+	return static_cast<SimLink *>(priv)->tx(f);
+}
+
+int SimLink::op_copy_to(void *, const struct tb5_mem *dst, const void *src,
+			uint32_t len)
+{
+	// Plain pointers in user space: the offset is the address, checked
+	// against the posted receive by the core and against the region by
+	// the post.
+	memcpy(reinterpret_cast<void *>(uintptr_t(dst->offset)), src, len);
+	return 0;
+}
+
+void SimLink::op_complete(void *, void *ep_ctx, const struct tb5_completion *c)
+{
+	deliver_completion(ep_ctx, c);
+}
+
+void SimLink::op_event(void *, void *ep_ctx, enum tb5_event ev, int status)
+{
+	deliver_event(ep_ctx, ev, status);
+}
+
+bool SimLink::rate_allows(uint16_t len)
+{
+	if (!rate_mbps_)
+		return true;
+	uint64_t now = now_ns();
+
+	// One frame of slack, so the link is never idle while data waits.
+	if (next_tx_ns_ > now + uint64_t(TB5_FRAME_MAX) * 8000 / rate_mbps_)
+		return false;
+	next_tx_ns_ = std::max(next_tx_ns_, now) + uint64_t(len) * 8000 / rate_mbps_;
+	return true;
+}
+
+void SimLink::dma(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
+		  uint64_t cookie)
+{
+	memcpy(tx_ring_.produce_slot(sof, eof, len), src, len);
+	tx_ring_.produce_commit();
+	done_.push_back(cookie);
+	// Whole bursts at once; a small message is one frame, sent at once.
+	if (eof == TB5_EOF_LAST || tx_ring_.unpublished() >= 16) {
+		tx_ring_.publish();
+		wake_peer_ = true;
+	}
+}
+
+void SimLink::flush()
+{
+	bool wake;
+	{
+		std::lock_guard lk(txq_mu_);
+
+		if (tx_ring_ && tx_ring_.unpublished()) {
+			tx_ring_.publish();
+			wake_peer_ = true;
+		}
+		wake = std::exchange(wake_peer_, false);
+	}
+	if (wake)
+		ring_doorbell(peer_doorbell());
+}
+
+int SimLink::tx(const struct tb5_tx_frame *f)
+{
+	const void *src = f->sof == TB5_SOF_HEADER ?
+				  f->header :
+				  reinterpret_cast<const void *>(uintptr_t(f->payload.offset));
+	std::lock_guard lk(txq_mu_);
+
+	if (down_)
+		return -ENOSPC;
+	if (txq_count_ == ring_size_) {
+		tx_ring_.publish();	// the core stalls: let the peer drain
+		wake_peer_ = true;
+		return -ENOSPC;
+	}
+	if (f->len == 0 || f->len > TB5_FRAME_MAX ||
+	    (f->sof == TB5_SOF_HEADER && f->len > sizeof(Pending::header)))
+		return -EINVAL;
+	// Nothing queued ahead and room on the peer: straight onto the wire.
+	if (!txq_count_ && tx_ring_.free_slots() && rate_allows(f->len)) {
+		dma(f->sof, f->eof, f->len, src, f->cookie);
+		return 0;
+	}
+	Pending &p = txq_[(txq_head_ + txq_count_) % ring_size_];
+
+	p.sof = f->sof;
+	p.eof = f->eof;
+	p.len = f->len;
+	p.cookie = f->cookie;
+	if (f->sof == TB5_SOF_HEADER) {
+		memcpy(p.header, f->header, f->len);
+		p.payload = p.header;
+	} else {
+		p.payload = src;
+	}
+	txq_count_++;
+	return 0;
+}
+
+// --- progress ---
+
+void SimLink::check_peer()
+{
+	HostSlot &ps = fabric_.slot(peer_slot_);
+	uint64_t s = ps.session.load(std::memory_order_acquire);
+
+	if (s == peer_session_) {
+		if (!s)
+			return;
+		uint64_t now = now_ns();
+
+		if (now < next_alive_check_ns_)
+			return;
+		next_alive_check_ns_ = now + kAliveCheckNs;
+		if (fabric_.peer_alive(peer_slot_, s))
+			return;
+		s = 0;
+	}
+	if (peer_session_)
+		go_down();
+	if (s)
+		go_up(s);
+}
+
+void SimLink::go_down()
+{
+	const std::string path = fabric_.cable_path(peer_slot_, peer_session_);
+
+	// Frames already copied are reported; the queued ones are dropped,
+	// as a cable pull drops what is on the rings.
+	{
+		std::lock_guard lk(txq_mu_);
+		done_scratch_.swap(done_);
+		done_.clear();
+	}
+	for (uint64_t c : done_scratch_)
+		tb5_link_tx_done(core_, c);
+	done_scratch_.clear();
+	{
+		std::lock_guard lk(txq_mu_);
+		down_ = true;
+		txq_count_ = 0;
+		done_.clear();
+		tx_ring_ = FrameRing();
+	}
+	tb5_link_down(core_, -ENOLINK);
+	rx_ring_ = FrameRing();
+	cable_.reset();
+	if (mesh_) {
+		shm_unlink(path.c_str());
+		peer_session_ = 0;
+	}
+}
+
+void SimLink::go_up(uint64_t peer_session)
+{
+	Mapping m;
+
+	if (fabric_.map_cable(peer_slot_, peer_session, m))
+		return;		// tried again on the next progress
+	cable_ = std::move(m);
+	peer_session_ = peer_session;
+	next_alive_check_ns_ = now_ns() + kAliveCheckNs;
+	{
+		std::lock_guard lk(txq_mu_);
+		attach_rings(static_cast<uint8_t *>(cable_.get()),
+			     fabric_.my_slot() < peer_slot_ ? 0 : 1);
+		down_ = false;
+	}
+	tb5_link_up(core_);
+}
+
+void SimLink::reset()
+{
+	std::lock_guard plk(progress_mu_);
+
+	if (mesh_) {
+		uint64_t s = peer_session_;
+
+		if (s) {
+			go_down();
+			go_up(s);
+		}
+		return;
+	}
+	// A loop end: drop what waits here and say hello again.
+	{
+		std::lock_guard lk(txq_mu_);
+		done_scratch_.swap(done_);
+		done_.clear();
+	}
+	for (uint64_t c : done_scratch_)
+		tb5_link_tx_done(core_, c);
+	done_scratch_.clear();
+	{
+		std::lock_guard lk(txq_mu_);
+		txq_count_ = 0;
+	}
+	tb5_link_down(core_, -ENOLINK);
+	tb5_link_up(core_);
+}
+
+bool SimLink::has_work()
+{
+	if (mesh_ && fabric_.slot(peer_slot_).session.load(
+			     std::memory_order_acquire) != peer_session_)
+		return true;
+	if (rx_ring_ && rx_ring_.pending())
+		return true;
+	std::lock_guard lk(txq_mu_);
+	return !done_.empty() || (txq_count_ && tx_ring_ && tx_ring_.free_slots());
+}
+
+uint32_t SimLink::progress(uint32_t budget)
+{
+	std::unique_lock plk(progress_mu_, std::try_to_lock);
+	uint32_t work = 0;
+
+	if (!plk.owns_lock())
+		return 0;
+	if (mesh_)
+		check_peer();
+
+	// The DMA engine: queued frames into the peer's RX ring.
+	{
+		std::lock_guard lk(txq_mu_);
+
+		while (!down_ && txq_count_ && tx_ring_.free_slots()) {
+			Pending &p = txq_[txq_head_];
+
+			if (!rate_allows(p.len))
+				break;
+			dma(p.sof, p.eof, p.len, p.payload, p.cookie);
+			txq_head_ = (txq_head_ + 1) % ring_size_;
+			txq_count_--;
+		}
+		done_scratch_.swap(done_);
+	}
+	// The TX completion interrupt.
+	for (uint64_t c : done_scratch_)
+		tb5_link_tx_done(core_, c);
+	work += uint32_t(done_scratch_.size());
+	done_scratch_.clear();
+
+	// The RX interrupt: frames to the core, then their descriptors back.
+	if (rx_ring_) {
+		uint32_t n = std::min(rx_ring_.pending(), budget);
+
+		for (uint32_t k = 0; k < n; k++) {
+			const FrameDesc d = rx_ring_.desc(k);
+
+			if (d.len == 0 || d.len > TB5_FRAME_MAX)
+				continue;	// never read past the frame buffer
+			tb5_link_rx(core_, d.sof, d.eof, rx_ring_.data(k), d.len);
+		}
+		if (n) {
+			rx_ring_.consume(n);
+			// Room freed on our RX ring: a sleeping sender may go on.
+			std::lock_guard lk(txq_mu_);
+			wake_peer_ = true;
+		}
+		work += n;
+	}
+	plk.unlock();
+	flush();
+	return work;
+}
+
+} // namespace tb5::sim

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+//
+// sim_link.hpp - one end of a simulated cable: a transport-core link whose
+// rings are FrameRings in shared memory (a mesh cable to another process)
+// or in this process's memory (a loop pair).
+//
+// The core hands frames to tx(); they wait on a local TX queue of
+// ring_size entries until the peer's RX ring has a free descriptor, and are
+// then copied into it (the DMA engine). progress() plays the engine and the
+// interrupt handler: it moves queued frames, reports them sent
+// (tb5_link_tx_done), and feeds received frames to the core (tb5_link_rx),
+// which copies their payload straight into the receiver's posted buffer. So
+// every byte is copied twice, once by each side's own thread: sender memory
+// -> ring -> receiver memory, and the two copies run in parallel.
+//
+// Threads: tx() runs under the core's link lock (any thread); progress()
+// runs in one thread at a time (others skip it) and never holds the TX
+// queue's lock while it calls into the core.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sim/fabric.hpp"
+#include "sim/frame_ring.hpp"
+#include "tb5/tb5.h"
+#include "tb5_core.h"
+
+namespace tb5::sim {
+
+// Where completions and events of the core go (sim_device.cc).
+void deliver_completion(void *ep_ctx, const struct tb5_completion *c);
+void deliver_event(void *ep_ctx, enum tb5_event ev, int status);
+
+class SimLink {
+public:
+	// A cable to host slot @peer of @fabric.
+	SimLink(Fabric &fabric, uint32_t peer, uint64_t rate_mbps);
+	// One end of a loop pair: @mem holds both directions' rings.
+	SimLink(Fabric &fabric, std::shared_ptr<uint8_t[]> mem, int end,
+		uint32_t ring_size, uint64_t host_id, uint64_t rate_mbps);
+	~SimLink();
+	SimLink(const SimLink &) = delete;
+	SimLink &operator=(const SimLink &) = delete;
+
+	int create(const std::string &name, uint32_t index);
+	// Bring a loop end up (both ends must be created first).
+	void start_loop();
+
+	struct tb5_link *core() const { return core_; }
+	void describe(tb5_link_info &info);
+	// Moves, reports and receives up to @budget frames each; returns the
+	// work done (0: idle).
+	uint32_t progress(uint32_t budget = 256);
+	// Is there something progress() would do now?
+	bool has_work();
+	// Drop everything in flight and start over (a stuck peer).
+	void reset();
+	// Hand frames queued by a core call to the peer and wake it: called
+	// after every call into the core outside progress().
+	void flush();
+	HostSlot &my_doorbell() { return fabric_.slot(fabric_.my_slot()); }
+
+private:
+	struct Pending {
+		uint8_t sof, eof;
+		uint16_t len;
+		uint64_t cookie;
+		const void *payload;		// TB5_SOF_PAYLOAD
+		uint8_t header[64];		// TB5_SOF_HEADER
+	};
+
+	static int op_tx(void *priv, const struct tb5_tx_frame *f);
+	static int op_copy_to(void *priv, const struct tb5_mem *dst,
+			      const void *src, uint32_t len);
+	static void op_complete(void *priv, void *ep_ctx,
+				const struct tb5_completion *c);
+	static void op_event(void *priv, void *ep_ctx, enum tb5_event ev,
+			     int status);
+
+	int tx(const struct tb5_tx_frame *f);
+	// Copies one frame into the peer's ring; the caller checked room.
+	void dma(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
+		 uint64_t cookie);
+	bool rate_allows(uint16_t len);
+	void attach_rings(uint8_t *base, int end);
+	void check_peer();
+	void go_down();
+	void go_up(uint64_t peer_session);
+	HostSlot &peer_doorbell();
+
+	Fabric &fabric_;
+	const bool mesh_;
+	const uint32_t peer_slot_;	// mesh: the peer's slot
+	const int loop_end_;		// loop: 0 or 1
+	uint32_t ring_size_;
+	uint64_t host_id_;
+	uint64_t rate_mbps_;
+	std::string name_;
+	uint32_t index_ = 0;
+	struct tb5_link *core_ = nullptr;
+
+	std::mutex progress_mu_;	// try-locked: one progressing thread
+
+	// The TX side, under txq_mu_.
+	std::mutex txq_mu_;
+	std::vector<Pending> txq_;	// ring_size entries, circular
+	uint32_t txq_head_ = 0, txq_count_ = 0;
+	std::vector<uint64_t> done_;	// moved, not reported yet
+	bool down_ = true;
+	bool wake_peer_ = false;	// frames published since the last doorbell
+	FrameRing tx_ring_;		// producer view of the peer's RX ring
+	uint64_t next_tx_ns_ = 0;	// rate model
+
+	// The RX side, progress() only.
+	FrameRing rx_ring_;
+	std::vector<uint64_t> done_scratch_;
+
+	// Mesh: the cable file of the current peer session.
+	Mapping cable_;
+	uint64_t peer_session_ = 0;
+	uint64_t next_alive_check_ns_ = 0;
+	// Loop: both directions in process memory.
+	std::shared_ptr<uint8_t[]> loop_mem_;
+};
+
+} // namespace tb5::sim

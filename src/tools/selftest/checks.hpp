@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+//
+// checks.hpp - the groups of checks, in the order tb5-selftest runs them.
+#pragma once
+
+#include "options.hpp"
+#include "report.hpp"
+
+#include <string>
+
+namespace tb5selftest {
+
+// What the environment says about where links come from.
+struct Environment {
+	std::string sim;		// TB5_SIM, "" when not set
+	bool module_loaded = false;	// /sys/module/tb5 exists
+};
+
+Environment DetectEnvironment();
+
+// module, abi, params, node:<n>, perms:<n>   (checks_kernel.cc)
+void RunKernelChecks(const Environment &env, const Options &opt, Report &report);
+// link:<name>, roundtrip:<name>              (checks_links.cc)
+void RunLinkChecks(const Environment &env, const Options &opt, Report &report);
+// plugin                                     (checks_plugin.cc)
+void RunPluginCheck(const Options &opt, Report &report);
+
+// --respond                                  (respond.cc)
+int RunResponder(const Options &opt);
+
+} // namespace tb5selftest

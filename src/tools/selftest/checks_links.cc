@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: MIT
+//
+// checks_links.cc - link:<name>, one line per link (its state and peer), and
+// roundtrip:<name>, a data round trip on every ready link: a loop pair (both
+// ends on this host) is tested once, end against end, inside this process; a
+// cabled or simulated peer must run `tb5-selftest --respond`.
+#include "checks.hpp"
+#include "echo.hpp"
+
+#include "tb5/tb5.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace tb5selftest {
+namespace {
+
+// How long a link that is up may take to become ready.
+constexpr auto kSettle = std::chrono::seconds(2);
+
+const char *StateName(uint32_t state)
+{
+	switch (state) {
+	case TB5_LINK_STATE_DOWN:
+		return "down";
+	case TB5_LINK_STATE_UP:
+		return "up";
+	case TB5_LINK_STATE_READY:
+		return "ready";
+	}
+	return "unknown";
+}
+
+std::vector<tb5_link_info> ListLinks(int *err)
+{
+	tb5_link_info *links = nullptr;
+	size_t count = 0;
+	std::vector<tb5_link_info> out;
+
+	*err = tb5_list_links(&links, &count);
+	if (*err)
+		return out;
+	out.assign(links, links + count);
+	tb5_free_link_list(links);
+	return out;
+}
+
+// The other local link that is @link's peer (a loop pair), or nullptr.
+const tb5_link_info *LocalPeer(const std::vector<tb5_link_info> &links, const tb5_link_info &link)
+{
+	if (link.state != TB5_LINK_STATE_READY || !link.peer_host)
+		return nullptr;
+	for (const tb5_link_info &other : links) {
+		if (&other != &link && other.local_host == link.peer_host)
+			return &other;
+	}
+	return nullptr;
+}
+
+bool Selected(const Options &opt, const tb5_link_info &link)
+{
+	return opt.link.empty() || opt.link == link.name;
+}
+
+// Gives links that are up (rings running, peer not heard yet) a moment to
+// become ready: a peer that was just plugged in or started. Opening the link
+// and polling it lets the simulator's transport run.
+void Settle(std::vector<tb5_link_info> *links, const Options &opt)
+{
+	bool any = false;
+
+	for (const tb5_link_info &l : *links)
+		any |= l.state == TB5_LINK_STATE_UP && Selected(opt, l);
+	if (!any)
+		return;
+	std::vector<tb5_device *> devs;
+	for (const tb5_link_info &l : *links) {
+		tb5_device *dev = nullptr;
+		if (l.state == TB5_LINK_STATE_UP && Selected(opt, l) && !tb5_open(l.name, &dev))
+			devs.push_back(dev);
+	}
+	const auto deadline = Clock::now() + kSettle;
+	while (Clock::now() < deadline) {
+		bool all_ready = true;
+		for (tb5_device *dev : devs) {
+			tb5_wc wc[4];
+			tb5_link_info info {};
+			tb5_poll(dev, wc, 4);
+			all_ready &= !tb5_query(dev, &info) && info.state == TB5_LINK_STATE_READY;
+		}
+		if (all_ready)
+			break;
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	}
+	for (tb5_device *dev : devs)
+		tb5_close(dev);
+	int err = 0;
+	std::vector<tb5_link_info> again = ListLinks(&err);
+	if (!err)
+		*links = std::move(again);
+}
+
+nlohmann::ordered_json LinkJson(const tb5_link_info &l)
+{
+	nlohmann::ordered_json j;
+
+	j["state"] = StateName(l.state);
+	j["backend"] = l.backend == TB5_BACKEND_KERNEL ? "kernel" : l.backend == TB5_BACKEND_SIM ? "simulator" : "unknown";
+	j["local_host"] = Hex(l.local_host);
+	j["peer_host"] = Hex(l.peer_host);
+	j["ring_size"] = l.ring_size;
+	j["max_frame"] = l.max_frame;
+	j["speed_mbps"] = l.speed_mbps;
+	j["max_msg"] = l.max_msg;
+	j["loop"] = (l.caps & TB5_CAP_LOOP) != 0;
+	return j;
+}
+
+Result CheckLink(const std::vector<tb5_link_info> &links, const tb5_link_info &l)
+{
+	const std::string name = std::string("link:") + l.name;
+	const bool sim = l.backend == TB5_BACKEND_SIM;
+	Result r;
+
+	switch (l.state) {
+	case TB5_LINK_STATE_READY: {
+		const tb5_link_info *local = LocalPeer(links, l);
+		std::string what = "ready, peer host " + Hex(l.peer_host);
+		if (local)
+			what += std::string(" (loop pair with ") + local->name + ")";
+		else
+			what += sim ? " (a simulated host)" : " (over the cable)";
+		what += Format(", ring %u x %u B frames, ", l.ring_size, l.max_frame);
+		what += l.speed_mbps ? Format("%u Mbps", l.speed_mbps) : std::string("speed not limited");
+		r = Pass(name, what);
+		break;
+	}
+	case TB5_LINK_STATE_UP:
+		r = Skip(name, "up, host " + Hex(l.local_host),
+			 sim ? "the peer has not answered (no process in its host slot?)"
+			     : "peer has not answered (is tb5 loaded on the peer?)");
+		break;
+	case TB5_LINK_STATE_DOWN:
+		if (sim)
+			r = Skip(name, "down", "no process in the peer's host slot of the simulated fabric");
+		else if (l.caps & TB5_CAP_LOOP)
+			r = Skip(name, "down", std::string("loop pair unplugged: echo 1 > /sys/class/tb5/") +
+				 l.name + "/plugged");
+		else
+			r = Skip(name, "down", "no cable or peer down");
+		break;
+	default:
+		r = Fail(name, Format("unknown state %u", l.state), "libtb5 and tb5-selftest of one release");
+		break;
+	}
+	r.data = LinkJson(l);
+	return r;
+}
+
+void AddRoundTripFigures(Result &r, const ClientResult &c)
+{
+	nlohmann::ordered_json rtt = nlohmann::ordered_json::object();
+
+	for (const auto &[n, us] : c.rtt_us)
+		rtt[std::to_string(n)] = us;
+	r.data["messages"] = c.messages;
+	r.data["bytes"] = c.bytes;
+	r.data["rtt_us"] = rtt;
+	r.log.insert(r.log.end(), c.log.begin(), c.log.end());
+}
+
+std::string Summary(const ClientResult &c)
+{
+	std::string s = Format("%llu messages (", static_cast<unsigned long long>(c.messages));
+	for (size_t i = 0; i < c.rtt_us.size(); i++)
+		s += (i ? ", " : "") + Bytes(c.rtt_us[i].first);
+	s += Format(") echoed and verified, %llu bytes each way",
+		    static_cast<unsigned long long>(c.bytes));
+	// The round trip of the smallest non-empty and of the largest message.
+	const std::pair<uint64_t, double> *small = nullptr, *large = nullptr;
+	for (const auto &p : c.rtt_us) {
+		if (p.first && (!small || p.first < small->first))
+			small = &p;
+		if (!large || p.first > large->first)
+			large = &p;
+	}
+	if (small)
+		s += Format("; rtt %s %.0f us", Bytes(small->first).c_str(), small->second);
+	if (large && large != small && large->second > 0)
+		s += Format(", %s %.0f us (%.2f GB/s)", Bytes(large->first).c_str(), large->second,
+			    2.0 * static_cast<double>(large->first) / large->second / 1000.0);
+	return s;
+}
+
+const char kFailHint[] = "run again with --verbose; see dmesg | grep tb5 (on both hosts)";
+
+// Both ends on this host: an echo server on @b in a thread, the client on @a.
+Result LoopPair(const tb5_link_info &a, const tb5_link_info &b, const Options &opt)
+{
+	const std::string name = std::string("roundtrip:") + a.name + "<->" + b.name;
+	const auto timeout = std::chrono::milliseconds(opt.timeout_ms());
+	std::mutex mu;
+	std::condition_variable cv;
+	std::vector<ConnectionReport> ended;
+	const auto on_end = [&](const ConnectionReport &r) {
+		std::lock_guard<std::mutex> lock(mu);
+		ended.push_back(r);
+		cv.notify_all();
+	};
+	// A service of this process's own: another selftest may test the same
+	// (kernel) loop pair at the same time.
+	std::unique_ptr<EchoServer> server;
+	std::string error;
+	for (uint64_t attempt = 0; attempt < 8; attempt++) {
+		const uint64_t service = kLoopServiceBase |
+			((static_cast<uint64_t>(getpid()) + attempt * 7919) & 0xffff);
+		server = std::make_unique<EchoServer>(b.name, service, on_end);
+		const int e = server->Open(&error);
+		if (!e)
+			break;
+		if (e != -EADDRINUSE || attempt == 7)
+			return Fail(name, b.name + std::string(": ") + error, kFailHint);
+	}
+	tb5_address addr {};
+	int err = server->Address(&addr);
+	if (err)
+		return Fail(name, std::string("tb5_endpoint_address: ") + tb5_strerror(err), kFailHint);
+	if (addr.host != b.local_host || addr.cookie != 0)
+		return Fail(name, Format("the well-known listener on %s has address host %s cookie %s; "
+					 "expected host %s cookie 0", b.name, Hex(addr.host).c_str(),
+					 Hex(addr.cookie).c_str(), Hex(b.local_host).c_str()),
+			    kFailHint);
+
+	std::atomic<bool> stop {false};
+	std::atomic<int> serve_error {0};
+	std::thread thread([&] {
+		while (!stop.load()) {
+			const int e = server->Serve(20);
+			if (e) {
+				serve_error = e;
+				return;
+			}
+		}
+	});
+	const ClientResult c = RunClient(a.name, addr, RoundTripSizes(), timeout);
+	ConnectionReport seen;
+	bool closed = false;
+	if (c.outcome == ClientResult::kOk) {
+		// The server's side: its end saw every message right, and the close.
+		std::unique_lock<std::mutex> lock(mu);
+		closed = cv.wait_for(lock, timeout, [&] { return !ended.empty(); });
+		if (closed)
+			seen = ended.front();
+	}
+	stop = true;
+	thread.join();
+
+	Result r;
+	if (c.outcome != ClientResult::kOk)
+		r = Fail(name, c.error, kFailHint);
+	else if (serve_error.load())
+		r = Fail(name, std::string(b.name) + ": tb5_poll: " + tb5_strerror(serve_error.load()), kFailHint);
+	else if (!closed)
+		r = Fail(name, Format("%s did not see the connection closed within %.1f s", b.name,
+				      opt.timeout_s), kFailHint);
+	else if (seen.mismatches || !seen.error.empty() || seen.messages != c.messages)
+		r = Fail(name, Format("%s received %llu messages, %llu not as sent%s%s", b.name,
+				      static_cast<unsigned long long>(seen.messages),
+				      static_cast<unsigned long long>(seen.mismatches),
+				      seen.error.empty() ? "" : ": ", seen.error.c_str()),
+			 kFailHint);
+	else
+		r = Pass(name, Summary(c));
+	AddRoundTripFigures(r, c);
+	r.data["link"] = a.name;
+	r.data["peer_link"] = b.name;
+	return r;
+}
+
+// A peer on another host (or simulated host): its responder echoes.
+Result Remote(const tb5_link_info &l, const Options &opt)
+{
+	const std::string name = std::string("roundtrip:") + l.name;
+	const tb5_address addr = {l.peer_host, kResponderService, 0};
+	const ClientResult c = RunClient(l.name, addr, RoundTripSizes(),
+					 std::chrono::milliseconds(opt.timeout_ms()));
+	Result r;
+
+	if (c.outcome == ClientResult::kRefused)
+		r = Skip(name, "peer host " + Hex(l.peer_host),
+			 "the peer runs no responder: run `tb5-selftest --respond` there");
+	else if (c.outcome == ClientResult::kFailed)
+		r = Fail(name, "peer host " + Hex(l.peer_host) + ": " + c.error, kFailHint);
+	else
+		r = Pass(name, "peer host " + Hex(l.peer_host) + ": " + Summary(c));
+	AddRoundTripFigures(r, c);
+	r.data["link"] = l.name;
+	r.data["peer_host"] = Hex(l.peer_host);
+	return r;
+}
+
+} // namespace
+
+void RunLinkChecks(const Environment &env, const Options &opt, Report &report)
+{
+	if (env.sim.empty() && !env.module_loaded) {
+		report.Add(Skip("links", "", "module not loaded"));
+		return;
+	}
+	int err = 0;
+	std::vector<tb5_link_info> links = ListLinks(&err);
+	if (err) {
+		report.Add(Fail("links", std::string("tb5_list_links: ") + tb5_strerror(err) + ": " +
+				tb5_last_error(), env.sim.empty() ? "see dmesg | grep tb5"
+								  : "check TB5_SIM (see docs/simulator.md)"));
+		return;
+	}
+	if (links.empty()) {
+		report.Add(Skip("links", "", env.sim.empty()
+				? "no loop pairs and no cables: `modprobe tb5 loopback=1` makes a loop pair"
+				: "the simulator lists no links (TB5_SIM=" + env.sim + ")"));
+		return;
+	}
+	if (!opt.link.empty() &&
+	    std::none_of(links.begin(), links.end(), [&](const tb5_link_info &l) { return opt.link == l.name; })) {
+		std::string names;
+		for (const tb5_link_info &l : links)
+			names += (names.empty() ? "" : ", ") + std::string(l.name);
+		report.Add(Fail("link:" + opt.link, "no such link; the links are: " + names,
+				"name one of them with --link"));
+		return;
+	}
+	Settle(&links, opt);
+
+	for (const tb5_link_info &l : links) {
+		if (Selected(opt, l))
+			report.Add(CheckLink(links, l));
+	}
+
+	std::set<std::string> done;
+	bool any = false;
+	for (const tb5_link_info &l : links) {
+		const tb5_link_info *peer = LocalPeer(links, l);
+
+		if (!Selected(opt, l) && !(peer && Selected(opt, *peer)))
+			continue;
+		if (l.state != TB5_LINK_STATE_READY || done.count(l.name))
+			continue;
+		any = true;
+		done.insert(l.name);
+		if (peer) {
+			done.insert(peer->name);
+			report.Add(LoopPair(l, *peer, opt));
+		} else {
+			report.Add(Remote(l, opt));
+		}
+	}
+	if (!any)
+		report.Add(Skip("roundtrip", "", "no link is ready"));
+}
+
+} // namespace tb5selftest

@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: MIT
+//
+// test_sim_loop.cc - libtb5 over the simulator, two endpoints in one
+// process: a loop pair's two ends.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "lib_harness.hpp"
+
+namespace {
+
+using namespace tb5libtest;
+
+bool is_send(const tb5_wc &w) { return w.kind == TB5_WC_SEND; }
+bool is_recv(const tb5_wc &w) { return w.kind == TB5_WC_RECV; }
+
+class SimLoop : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		ASSERT_TRUE(find_loop_pair(na, nb)) << tb5_last_error();
+		ASSERT_EQ(a.open(na), 0) << tb5_last_error();
+		ASSERT_EQ(b.open(nb), 0) << tb5_last_error();
+	}
+
+	// Registers @len bytes on each side.
+	void buffers(size_t len)
+	{
+		sbuf.assign(len ? len : 1, 0);
+		rbuf.assign(len ? len : 1, 0);
+		ASSERT_EQ(tb5_reg_host(b.dev, sbuf.data(), sbuf.size(), &smr), 0);
+		ASSERT_EQ(tb5_reg_host(a.dev, rbuf.data(), rbuf.size(), &rmr), 0);
+	}
+
+	std::string na, nb;
+	Dev a, b;
+	Conn c;
+	std::vector<uint8_t> sbuf, rbuf;
+	tb5_mr *smr = nullptr, *rmr = nullptr;
+};
+
+TEST_F(SimLoop, ListsBothEndsReadyAndWiredToEachOther)
+{
+	tb5_link_info ia, ib;
+
+	ASSERT_EQ(tb5_query(a.dev, &ia), 0);
+	ASSERT_EQ(tb5_query(b.dev, &ib), 0);
+	EXPECT_EQ(ia.backend, uint32_t(TB5_BACKEND_SIM));
+	EXPECT_EQ(ia.state, uint32_t(TB5_LINK_STATE_READY));
+	EXPECT_EQ(ia.peer_host, ib.local_host);
+	EXPECT_EQ(ib.peer_host, ia.local_host);
+	EXPECT_NE(ia.local_host, ib.local_host);
+	EXPECT_TRUE(ia.caps & TB5_CAP_LOOP);
+	EXPECT_TRUE(ia.caps & TB5_CAP_HOST_MEM);
+	EXPECT_FALSE(ia.caps & TB5_CAP_DMABUF);
+	EXPECT_EQ(ia.max_frame, 4096u);
+	EXPECT_EQ(ia.ring_size, 256u) << "TB5_SIM asked for ring=256";
+	EXPECT_EQ(ia.max_ops, 64u);
+	EXPECT_STREQ(ia.name, na.c_str());
+}
+
+TEST_F(SimLoop, UnknownLinkIsNoDevice)
+{
+	tb5_device *d = nullptr;
+
+	EXPECT_EQ(tb5_open("sim_l9z", &d), -ENODEV);
+	EXPECT_NE(strstr(tb5_last_error(), "sim_l9z"), nullptr) << tb5_last_error();
+	EXPECT_EQ(d, nullptr);
+}
+
+TEST_F(SimLoop, MessagesOfEverySizeArriveIntact)
+{
+	const size_t sizes[] = { 0, 1, 7, 4095, 4096, 4097, 65539, 1 << 20,
+				 (16 << 20) + 5 };
+
+	buffers((16 << 20) + 5);
+	ASSERT_TRUE(connect_pair(a, b, 0x10, c));
+	uint32_t seed = 1;
+
+	for (size_t len : sizes) {
+		SCOPED_TRACE(len);
+		fill_pattern(sbuf.data(), len, seed);
+		memset(rbuf.data(), 0, rbuf.size());
+		ASSERT_EQ(tb5_recv(c.server, rmr, 0, rbuf.size(), 5, 1000 + seed), 0);
+		ASSERT_EQ(tb5_send(c.client, smr, 0, len, 5, 2000 + seed), 0)
+			<< tb5_last_error();
+		auto r = await(a, is_recv, { &b });
+		auto s = await(b, is_send, { &a });
+		ASSERT_TRUE(r && s);
+		EXPECT_EQ(r->status, 0);
+		EXPECT_EQ(r->bytes, len);
+		EXPECT_EQ(r->tag, 5u);
+		EXPECT_EQ(r->user_data, 1000u + seed);
+		EXPECT_EQ(r->ep, c.server);
+		EXPECT_EQ(s->status, 0);
+		EXPECT_EQ(s->user_data, 2000u + seed);
+		EXPECT_EQ(s->ep, c.client);
+		EXPECT_EQ(check_pattern(rbuf.data(), len, seed), -1);
+		// Nothing past the message was written.
+		for (size_t i = len; i < std::min(rbuf.size(), len + 4096); i++)
+			ASSERT_EQ(rbuf[i], 0) << "byte " << i << " written";
+		seed++;
+	}
+}
+
+TEST_F(SimLoop, OffsetsInsideRegionsAreHonoured)
+{
+	buffers(3 * 4096);
+	ASSERT_TRUE(connect_pair(a, b, 0x11, c));
+	fill_pattern(sbuf.data() + 100, 5000, 9);
+	ASSERT_EQ(tb5_recv(c.server, rmr, 777, 6000, 1, 1), 0);
+	ASSERT_EQ(tb5_send(c.client, smr, 100, 5000, 1, 2), 0);
+	auto r = await(a, is_recv, { &b });
+	ASSERT_TRUE(r);
+	EXPECT_EQ(r->bytes, 5000u);
+	EXPECT_EQ(check_pattern(rbuf.data() + 777, 5000, 9), -1);
+	EXPECT_EQ(rbuf[776], 0);
+	EXPECT_EQ(rbuf[777 + 5000], 0);
+}
+
+TEST_F(SimLoop, ASendLargerThanTheReceiveFailsOnBothSides)
+{
+	buffers(8192);
+	ASSERT_TRUE(connect_pair(a, b, 0x12, c));
+	fill_pattern(sbuf.data(), 8192, 3);
+	ASSERT_EQ(tb5_recv(c.server, rmr, 0, 4096, 1, 1), 0);
+	ASSERT_EQ(tb5_send(c.client, smr, 0, 8192, 1, 2), 0);
+	auto r = await(a, is_recv, { &b });
+	auto s = await(b, is_send, { &a });
+	ASSERT_TRUE(r && s);
+	EXPECT_EQ(r->status, -EMSGSIZE);
+	EXPECT_EQ(s->status, -EMSGSIZE);
+	for (size_t i = 0; i < rbuf.size(); i++)
+		ASSERT_EQ(rbuf[i], 0) << "byte " << i << " written";
+	EXPECT_STREQ(tb5_strerror(-EMSGSIZE), "message larger than the posted receive");
+}
+
+TEST_F(SimLoop, TagsPairUpInPostingOrder)
+{
+	buffers(4 * 4096);
+	ASSERT_TRUE(connect_pair(a, b, 0x13, c));
+	for (uint32_t i = 0; i < 4; i++)
+		fill_pattern(sbuf.data() + i * 4096, 4096, 40 + i);
+	// Receives for tags 2, 1, 2, 1; sends in the order 1, 1, 2, 2.
+	const uint32_t rtags[] = { 2, 1, 2, 1 };
+	for (uint32_t i = 0; i < 4; i++)
+		ASSERT_EQ(tb5_recv(c.server, rmr, i * 4096, 4096, rtags[i], i), 0);
+	const uint32_t stags[] = { 1, 1, 2, 2 };
+	for (uint32_t i = 0; i < 4; i++)
+		ASSERT_EQ(tb5_send(c.client, smr, i * 4096, 4096, stags[i], i), 0);
+	ASSERT_TRUE(poll_until({ &a, &b }, [&] {
+		return std::count_if(a.wcs.begin(), a.wcs.end(), is_recv) == 4;
+	}));
+	// Receive 1 (tag 1) got send 0; receive 3 got send 1; 0 got 2; 2 got 3.
+	EXPECT_EQ(check_pattern(rbuf.data() + 1 * 4096, 4096, 40), -1);
+	EXPECT_EQ(check_pattern(rbuf.data() + 3 * 4096, 4096, 41), -1);
+	EXPECT_EQ(check_pattern(rbuf.data() + 0 * 4096, 4096, 42), -1);
+	EXPECT_EQ(check_pattern(rbuf.data() + 2 * 4096, 4096, 43), -1);
+}
+
+TEST_F(SimLoop, SixtyFourOutstandingThenAgain)
+{
+	buffers(4096);
+	ASSERT_TRUE(connect_pair(a, b, 0x14, c));
+	for (int i = 0; i < 64; i++)
+		ASSERT_EQ(tb5_recv(c.server, rmr, 0, 16, 1, i), 0) << i;
+	EXPECT_EQ(tb5_recv(c.server, rmr, 0, 16, 1, 64), -EAGAIN);
+	// A batch that stops part way says how far it got.
+	tb5_op ops[3] = {};
+	for (auto &o : ops)
+		o = { TB5_POST_SEND, 1, c.client, smr, 0, 16, 7 };
+	size_t posted = 99;
+	EXPECT_EQ(tb5_post(b.dev, ops, 3, &posted), 0);
+	EXPECT_EQ(posted, 3u);
+	ASSERT_TRUE(poll_until({ &a, &b }, [&] {
+		return std::count_if(a.wcs.begin(), a.wcs.end(), is_recv) == 3;
+	}));
+	EXPECT_EQ(tb5_recv(c.server, rmr, 0, 16, 1, 65), 0) << "room again";
+}
+
+TEST_F(SimLoop, ClosingCancelsAndReportsNothingMore)
+{
+	buffers(4096);
+	ASSERT_TRUE(connect_pair(a, b, 0x15, c));
+	for (int i = 0; i < 8; i++)
+		ASSERT_EQ(tb5_recv(c.server, rmr, 0, 4096, 1, i), 0);
+	EXPECT_EQ(tb5_dereg(rmr), -EBUSY) << "receives use the region";
+	EXPECT_NE(strstr(tb5_last_error(), "in use"), nullptr);
+	ASSERT_EQ(tb5_endpoint_close(c.server), 0);
+	// The peer hears of it; the closed endpoint reports nothing.
+	auto pc = await(b, [](const tb5_wc &w) { return w.kind == TB5_WC_EVENT; }, { &a });
+	ASSERT_TRUE(pc);
+	EXPECT_EQ(pc->event, TB5_WC_PEER_CLOSED);
+	EXPECT_EQ(pc->status, -ECONNRESET);
+	EXPECT_EQ(pc->user_data, 200u);
+	a.poll();
+	for (auto &w : a.wcs)
+		EXPECT_NE(w.ep, c.server) << "a completion of a closed endpoint";
+	EXPECT_EQ(tb5_dereg(rmr), 0) << "cancelled receives let go of it";
+	rmr = nullptr;
+	EXPECT_EQ(tb5_send(c.client, smr, 0, 1, 1, 1), -ECONNRESET);
+	EXPECT_EQ(tb5_endpoint_state(c.client, nullptr), TB5_ENDPOINT_PEER_CLOSED);
+}
+
+TEST_F(SimLoop, WellKnownListenerNeedsNoCookie)
+{
+	buffers(64);
+	ASSERT_TRUE(connect_pair(a, b, 0x16, c, TB5_LISTEN_WELL_KNOWN));
+	tb5_address addr;
+	ASSERT_EQ(tb5_endpoint_address(c.listener, &addr), 0);
+	EXPECT_EQ(addr.cookie, 0u);
+	EXPECT_EQ(addr.service, 0x16u);
+
+	tb5_endpoint *l2 = nullptr;
+	ASSERT_EQ(tb5_endpoint_listen(a.dev, 0x17, 0, 0, &l2), 0);
+	ASSERT_EQ(tb5_endpoint_address(l2, &addr), 0);
+	EXPECT_NE(addr.cookie, 0u);
+	EXPECT_EQ(tb5_endpoint_listen(a.dev, 0x17, 0, 0, &l2), -EADDRINUSE);
+}
+
+TEST_F(SimLoop, WrongCookieIsRefused)
+{
+	tb5_endpoint *l = nullptr, *e = nullptr;
+	tb5_address addr;
+
+	ASSERT_EQ(tb5_endpoint_listen(a.dev, 0x18, 0, 0, &l), 0);
+	ASSERT_EQ(tb5_endpoint_address(l, &addr), 0);
+	addr.cookie ^= 1;
+	ASSERT_EQ(tb5_endpoint_connect(b.dev, &addr, 5, &e), 0);
+	auto ev = await(b, [](const tb5_wc &w) { return w.kind == TB5_WC_EVENT; }, { &a });
+	ASSERT_TRUE(ev);
+	EXPECT_EQ(ev->event, TB5_WC_ERROR);
+	EXPECT_EQ(ev->status, -ECONNREFUSED);
+	EXPECT_EQ(tb5_endpoint_state(e, nullptr), TB5_ENDPOINT_FAILED);
+}
+
+TEST_F(SimLoop, ConnectOverALinkThatDoesNotReachTheHostFails)
+{
+	tb5_address addr = { 0x1234, 0x19, 0 };
+	tb5_endpoint *e = nullptr;
+
+	EXPECT_EQ(tb5_endpoint_connect(b.dev, &addr, 0, &e), -EHOSTUNREACH);
+	EXPECT_NE(strstr(tb5_last_error(), "0x1234"), nullptr) << tb5_last_error();
+	EXPECT_EQ(e, nullptr);
+}
+
+TEST_F(SimLoop, WaitTimesOutAndWakesUp)
+{
+	auto t0 = std::chrono::steady_clock::now();
+
+	EXPECT_EQ(tb5_wait(a.dev, 50), -ETIMEDOUT);
+	EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(45));
+
+	buffers(64);
+	ASSERT_TRUE(connect_pair(a, b, 0x1a, c));
+	ASSERT_EQ(tb5_recv(c.server, rmr, 0, 64, 1, 1), 0);
+	std::atomic<int> woke{ 1 };
+	std::thread waiter([&] { woke = tb5_wait(a.dev, 5000); });
+	std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	ASSERT_EQ(tb5_send(c.client, smr, 0, 64, 1, 2), 0);
+	// b must make progress for the send to move: wait on it, too.
+	EXPECT_EQ(tb5_wait(b.dev, 5000), 0);
+	waiter.join();
+	EXPECT_EQ(woke.load(), 0);
+	auto r = await(a, is_recv, { &b });
+	ASSERT_TRUE(r);
+	EXPECT_EQ(r->status, 0);
+}
+
+TEST_F(SimLoop, CountersCountFramesAndBytes)
+{
+	tb5_counters before, after;
+
+	buffers(1 << 20);
+	ASSERT_TRUE(connect_pair(a, b, 0x1b, c));
+	ASSERT_EQ(tb5_get_counters(b.dev, &before), 0);
+	ASSERT_EQ(tb5_recv(c.server, rmr, 0, 1 << 20, 1, 1), 0);
+	ASSERT_EQ(tb5_send(c.client, smr, 0, 1 << 20, 1, 2), 0);
+	ASSERT_TRUE(await(a, is_recv, { &b }));
+	ASSERT_EQ(tb5_get_counters(b.dev, &after), 0);
+	EXPECT_GE(after.tx_frames - before.tx_frames, 256u);
+	EXPECT_GE(after.tx_bytes - before.tx_bytes, uint64_t(1 << 20));
+}
+
+TEST_F(SimLoop, BadArgumentsAreRefusedWithAReason)
+{
+	buffers(4096);
+	ASSERT_TRUE(connect_pair(a, b, 0x1c, c));
+	tb5_mr *m = nullptr;
+
+	EXPECT_EQ(tb5_reg_host(a.dev, nullptr, 10, &m), -EINVAL);
+	EXPECT_EQ(tb5_reg_host(a.dev, rbuf.data(), 0, &m), -EINVAL);
+	EXPECT_EQ(tb5_reg_dmabuf(a.dev, 0, 0, 4096, &m), -EOPNOTSUPP);
+	EXPECT_NE(strstr(tb5_last_error(), "dma-buf"), nullptr);
+	// A region of the other device, a range outside the region.
+	EXPECT_EQ(tb5_send(c.client, rmr, 0, 1, 1, 1), -EINVAL);
+	EXPECT_EQ(tb5_send(c.client, smr, 4000, 97, 1, 1), -EINVAL);
+	EXPECT_EQ(tb5_send(c.client, smr, UINT64_MAX, 2, 1, 1), -EINVAL);
+	tb5_op op = { 9, 1, c.client, smr, 0, 1, 1 };
+	EXPECT_EQ(tb5_post(b.dev, &op, 1, nullptr), -EINVAL);
+	EXPECT_EQ(tb5_poll(a.dev, nullptr, 1), -EINVAL);
+	EXPECT_EQ(tb5_endpoint_listen(a.dev, 1, 0x80, 0, nullptr), -EINVAL);
+	tb5_endpoint *e = nullptr;
+	EXPECT_EQ(tb5_endpoint_listen(a.dev, 1, 0x80, 0, &e), -EINVAL);
+	EXPECT_EQ(tb5_endpoint_accept(c.client, 0, &e), -EINVAL);
+	EXPECT_EQ(tb5_endpoint_address(c.client, nullptr), -EINVAL);
+	tb5_address addr;
+	EXPECT_EQ(tb5_endpoint_address(c.client, &addr), -EINVAL);
+	EXPECT_EQ(tb5_open(nullptr, nullptr), -EINVAL);
+}
+
+TEST_F(SimLoop, ClosingADeviceWithTrafficInFlightIsClean)
+{
+	buffers(1 << 20);
+	ASSERT_TRUE(connect_pair(a, b, 0x1d, c));
+	for (int i = 0; i < 16; i++)
+		ASSERT_EQ(tb5_send(c.client, smr, 0, 1 << 20, 1, i), 0);
+	ASSERT_EQ(tb5_recv(c.server, rmr, 0, 1 << 20, 1, 1), 0);
+	tb5_close(b.dev);	// sends queued and in flight
+	b.dev = nullptr;
+	auto ev = await(a, [](const tb5_wc &w) {
+		return w.kind == TB5_WC_EVENT || (w.kind == TB5_WC_RECV && w.status);
+	});
+	ASSERT_TRUE(ev) << "the peer never heard of the close";
+}
+
+// The simulator's settings are checked when a process first uses it; a
+// child process (a new host) reads TB5_SIM afresh.
+int child_list_links(const char *spec, std::string *msg)
+{
+	int fds[2];
+
+	if (pipe(fds))
+		return -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		tb5_link_info *l = nullptr;
+		size_t n = 0;
+
+		close(fds[0]);
+		setenv("TB5_SIM", spec, 1);
+		int ret = tb5_list_links(&l, &n);
+		const char *m = tb5_last_error();
+
+		if (write(fds[1], m, strlen(m)) < 0)
+			_exit(100);
+		_exit(ret < 0 ? -ret : 0);
+	}
+	close(fds[1]);
+	char buf[512] = {};
+	ssize_t got = read(fds[0], buf, sizeof(buf) - 1);
+	(void)got;
+	close(fds[0]);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	*msg = buf;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(SimConfig, BadSettingsAreRefusedWithAReason)
+{
+	std::string msg;
+
+	EXPECT_EQ(child_list_links("bad/name", &msg), EINVAL);
+	EXPECT_NE(msg.find("fabric name"), std::string::npos) << msg;
+	EXPECT_EQ(child_list_links("x:ring=1000", &msg), EINVAL);
+	EXPECT_NE(msg.find("power of two"), std::string::npos) << msg;
+	EXPECT_EQ(child_list_links("x:hosts=0", &msg), EINVAL);
+	EXPECT_EQ(child_list_links("x:hosts=2,host=5", &msg), EINVAL);
+	EXPECT_EQ(child_list_links("x:colour=blue", &msg), EINVAL);
+	EXPECT_NE(msg.find("unknown key"), std::string::npos) << msg;
+	EXPECT_EQ(child_list_links("x:rate=fast", &msg), EINVAL);
+}
+
+TEST(SimConfig, AFabricKeepsItsSettings)
+{
+	std::string fabric = std::string(getenv("TB5_SIM")).substr(
+		0, std::string(getenv("TB5_SIM")).find(':'));
+	std::string msg;
+	tb5_link_info *l = nullptr;
+	size_t n = 0;
+
+	// This process makes the fabric with hosts=1: then it is full, and a
+	// different size is refused.
+	ASSERT_EQ(tb5_list_links(&l, &n), 0) << tb5_last_error();
+	tb5_free_link_list(l);
+	EXPECT_EQ(child_list_links((fabric + ":hosts=4").c_str(), &msg), EINVAL);
+	EXPECT_NE(msg.find("has 1 hosts"), std::string::npos) << msg;
+	EXPECT_EQ(child_list_links(fabric.c_str(), &msg), EBUSY);
+	EXPECT_NE(msg.find("taken"), std::string::npos) << msg;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	::testing::InitGoogleTest(&argc, argv);
+	tb5libtest::use_simulator("tb5test-loop", "hosts=1,loop=1,ring=256");
+	return RUN_ALL_TESTS();
+}

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+//
+// test_sim_mesh.cc - libtb5 over the simulator between two processes:
+// this one and a forked child, each a host of the same fabric, joined by a
+// simulated cable ("sim_h<slot>").
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "lib_harness.hpp"
+
+namespace {
+
+using namespace tb5libtest;
+
+constexpr uint64_t kEchoService = 0x6563686f;	// "echo"
+constexpr size_t kMax = 64 << 20;
+
+// The link to the other host, once it is READY; "" on timeout.
+std::string peer_link(double timeout_s = 20)
+{
+	std::string name;
+
+	for (int i = 0; i < int(timeout_s * 1000); i++) {
+		tb5_link_info *l = nullptr;
+		size_t n = 0;
+
+		if (tb5_list_links(&l, &n))
+			return "";
+		for (size_t k = 0; k < n; k++)
+			if (!strncmp(l[k].name, "sim_h", 5) &&
+			    l[k].state == TB5_LINK_STATE_READY)
+				name = l[k].name;
+		tb5_free_link_list(l);
+		if (!name.empty())
+			return name;
+		usleep(1000);
+	}
+	return "";
+}
+
+// The child: echo every message back on a well-known listener until the
+// peer closes. Exit status 0 when all went well.
+[[noreturn]] void echo_server()
+{
+	std::string link = peer_link();
+	Dev d;
+	tb5_endpoint *l = nullptr, *e = nullptr;
+	std::vector<uint8_t> buf(kMax);
+	tb5_mr *mr = nullptr;
+
+	if (link.empty() || d.open(link) ||
+	    tb5_reg_host(d.dev, buf.data(), buf.size(), &mr) ||
+	    tb5_endpoint_listen(d.dev, kEchoService, TB5_LISTEN_WELL_KNOWN, 0, &l))
+		_exit(10);
+	while (tb5_endpoint_accept(l, 0, &e) == -EAGAIN)
+		if (tb5_wait(d.dev, 20000) == -ETIMEDOUT)
+			_exit(11);
+	for (;;) {
+		if (tb5_recv(e, mr, 0, buf.size(), 1, 1))
+			_exit(12);
+		tb5_wc w;
+		int n;
+
+		while ((n = tb5_poll(d.dev, &w, 1)) == 0)
+			;
+		while (w.kind == TB5_WC_EVENT) {
+			if (w.event == TB5_WC_PEER_CLOSED)
+				_exit(0);
+			while ((n = tb5_poll(d.dev, &w, 1)) == 0)
+				;	// the listener's INCOMING, say
+		}
+		if (w.kind == TB5_WC_RECV && w.status == -ECONNRESET)
+			_exit(0);	// the peer closed with our receive posted
+		if (w.kind != TB5_WC_RECV || w.status)
+			_exit(13);
+		if (tb5_send(e, mr, 0, w.bytes, 2, 2))
+			_exit(14);
+		while ((n = tb5_poll(d.dev, &w, 1)) == 0)
+			;
+		if (w.kind != TB5_WC_SEND || w.status)
+			_exit(15);
+	}
+}
+
+class SimMesh : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		child = fork();
+		ASSERT_GE(child, 0);
+		if (child == 0)
+			echo_server();
+		link = peer_link();
+		ASSERT_FALSE(link.empty()) << "the child never came up: " << tb5_last_error();
+		ASSERT_EQ(d.open(link), 0) << tb5_last_error();
+	}
+	void TearDown() override
+	{
+		if (child > 0) {
+			kill(child, SIGKILL);
+			waitpid(child, nullptr, 0);
+		}
+	}
+	int reap()
+	{
+		int st = 0;
+
+		waitpid(child, &st, 0);
+		child = -1;
+		return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	}
+	// Connects to the child's echo service, retrying while it is not
+	// listening yet (or the link still shows a peer that died).
+	tb5_endpoint *connect_echo()
+	{
+		for (int attempt = 0; attempt < 5000; attempt++) {
+			tb5_link_info info;
+			tb5_endpoint *e = nullptr;
+
+			EXPECT_EQ(tb5_query(d.dev, &info), 0);
+			tb5_address addr = { info.peer_host, kEchoService, 0 };
+			if (info.state != TB5_LINK_STATE_READY ||
+			    tb5_endpoint_connect(d.dev, &addr, 7, &e)) {
+				usleep(1000);
+				continue;
+			}
+			auto ev = await(d, [](const tb5_wc &w) {
+				return w.kind == TB5_WC_EVENT;
+			});
+			if (ev && ev->event == TB5_WC_CONNECTED)
+				return e;
+			tb5_endpoint_close(e);
+			usleep(1000);
+		}
+		return nullptr;
+	}
+
+	pid_t child = -1;
+	std::string link;
+	Dev d;
+};
+
+TEST_F(SimMesh, TheCableJoinsTwoHosts)
+{
+	tb5_link_info info;
+
+	ASSERT_EQ(tb5_query(d.dev, &info), 0);
+	EXPECT_EQ(info.state, uint32_t(TB5_LINK_STATE_READY));
+	EXPECT_NE(info.peer_host, 0u);
+	EXPECT_NE(info.peer_host, info.local_host);
+	EXPECT_FALSE(info.caps & TB5_CAP_LOOP);
+}
+
+TEST_F(SimMesh, EchoesMessagesOfEverySizeIntact)
+{
+	std::vector<uint8_t> s(kMax), r(kMax);
+	tb5_mr *smr = nullptr, *rmr = nullptr;
+
+	ASSERT_EQ(tb5_reg_host(d.dev, s.data(), s.size(), &smr), 0);
+	ASSERT_EQ(tb5_reg_host(d.dev, r.data(), r.size(), &rmr), 0);
+	tb5_endpoint *e = connect_echo();
+	ASSERT_TRUE(e);
+	uint32_t seed = 1;
+
+	for (size_t len : { size_t(0), size_t(1), size_t(4096), size_t(4097),
+			    size_t(1 << 20) + 11, kMax }) {
+		SCOPED_TRACE(len);
+		fill_pattern(s.data(), len, seed);
+		ASSERT_EQ(tb5_recv(e, rmr, 0, r.size(), 2, 1), 0);
+		ASSERT_EQ(tb5_send(e, smr, 0, len, 1, 2), 0);
+		auto got = await(d, [](const tb5_wc &w) { return w.kind == TB5_WC_RECV; },
+				 {}, 60);
+		ASSERT_TRUE(got);
+		ASSERT_EQ(got->status, 0);
+		ASSERT_EQ(got->bytes, len);
+		ASSERT_EQ(check_pattern(r.data(), len, seed), -1);
+		ASSERT_TRUE(await(d, [](const tb5_wc &w) { return w.kind == TB5_WC_SEND; }));
+		seed++;
+	}
+	ASSERT_EQ(tb5_endpoint_close(e), 0);
+	EXPECT_EQ(reap(), 0) << "the echo server failed";
+}
+
+TEST_F(SimMesh, APeerThatDiesTakesTheLinkDownAndANewOneBringsItBack)
+{
+	std::vector<uint8_t> buf(4096);
+	tb5_mr *mr = nullptr;
+
+	ASSERT_EQ(tb5_reg_host(d.dev, buf.data(), buf.size(), &mr), 0);
+	tb5_endpoint *e = connect_echo();
+	ASSERT_TRUE(e);
+	ASSERT_EQ(tb5_recv(e, mr, 0, 4096, 2, 1), 0);
+	kill(child, SIGKILL);
+	reap();
+	// The receive fails and the endpoint reports the link lost.
+	auto ev = await(d, [](const tb5_wc &w) { return w.kind == TB5_WC_EVENT; },
+			{}, 10);
+	ASSERT_TRUE(ev) << "no event after the peer died";
+	EXPECT_EQ(ev->event, TB5_WC_ERROR);
+	EXPECT_EQ(ev->status, -ENOLINK);
+	tb5_link_info info;
+	ASSERT_EQ(tb5_query(d.dev, &info), 0);
+	EXPECT_EQ(info.state, uint32_t(TB5_LINK_STATE_DOWN));
+	auto r = await(d, [](const tb5_wc &w) { return w.kind == TB5_WC_RECV; });
+	ASSERT_TRUE(r) << "the posted receive never completed";
+	EXPECT_NE(r->status, 0);
+	ASSERT_EQ(tb5_endpoint_close(e), 0);
+	d.wcs.clear();
+
+	// A new process takes the free slot: the cable works again.
+	child = fork();
+	ASSERT_GE(child, 0);
+	if (child == 0)
+		echo_server();
+	ASSERT_EQ(peer_link(), link);
+	e = connect_echo();
+	ASSERT_TRUE(e);
+	ASSERT_EQ(tb5_recv(e, mr, 0, 4096, 2, 1), 0);
+	ASSERT_EQ(tb5_send(e, mr, 0, 100, 1, 2), 0);
+	auto got = await(d, [](const tb5_wc &w) { return w.kind == TB5_WC_RECV; });
+	ASSERT_TRUE(got);
+	EXPECT_EQ(got->status, 0);
+	EXPECT_EQ(got->bytes, 100u);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	::testing::InitGoogleTest(&argc, argv);
+	tb5libtest::use_simulator("tb5test-mesh", "hosts=2,loop=0");
+	return RUN_ALL_TESTS();
+}
