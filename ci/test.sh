@@ -7,7 +7,8 @@
 # stages passed.
 #
 #   - build dependencies (apt-get, skipped when all are installed)
-#   - kernel constraints: each dkms/core/*.c compiled alone with gcc,
+#   - kernel constraints: each dkms/core/*.c (and dkms/tb/*.c, the tb
+#     backend's portable part) compiled alone with gcc,
 #     freestanding, no FP registers, stack frames under 256 bytes, and
 #     nothing called but the OS shim, memcpy and memset (build-ci-kernel/)
 #   - the core and its kernel OS shim built with Kbuild, W=1, -Werror, against
@@ -32,6 +33,8 @@ cd "$TB5_ROOT"
 
 CORE=dkms/core
 COREOS=src/coreos
+# The tb backend's portable part lives by the same rules as the core.
+TBPROTO=dkms/tb
 
 # The flags the kernel constraints are checked with. -O2 because kbuild
 # builds at -O2 and inlining changes frame sizes.
@@ -43,7 +46,7 @@ KERNEL_ALLOWED_UNDEF='^(tb5_[A-Za-z0-9_]+|memcpy|memset)$'
 
 # Public headers: every header of the core but its internal ones. (The
 # kernel's platform header, dkms/os/tb5_os_linux.h, is Kbuild's to check.)
-mapfile -t PUBLIC_HEADERS < <(find "$CORE" -maxdepth 1 -name '*.h' \
+mapfile -t PUBLIC_HEADERS < <(find "$CORE" "$TBPROTO" -maxdepth 1 -name '*.h' \
 	! -name '*_internal.h' | sort)
 
 kernel_constraints() {
@@ -51,10 +54,10 @@ kernel_constraints() {
 
 	rm -rf "$out"
 	mkdir -p "$out"
-	for src in "$CORE"/*.c; do
+	for src in "$CORE"/*.c "$TBPROTO"/*.c; do
 		obj=$out/$(basename "$src" .c).o
 		echo "gcc ${KERNEL_CFLAGS[*]} -c $src"
-		gcc "${KERNEL_CFLAGS[@]}" -I "$CORE" -I "$COREOS" -c "$src" -o "$obj"
+		gcc "${KERNEL_CFLAGS[@]}" -I "$CORE" -I "$COREOS" -I "$TBPROTO" -c "$src" -o "$obj"
 		bad=$(nm -u "$obj" | awk '{ print $2 }' |
 			grep -Ev "$KERNEL_ALLOWED_UNDEF" | tr '\n' ' ' || true)
 		if [[ -n $bad ]]; then
@@ -83,7 +86,7 @@ headers_alone() {
 			# shellcheck disable=SC2086  # $cc is a command line
 			printf '#include "%s"\n#include "%s"\n' \
 				"${hdr##*/}" "${hdr##*/}" |
-				$cc -Wall -Wextra -Werror -I "$CORE" -I "$COREOS" \
+				$cc -Wall -Wextra -Werror -I "$CORE" -I "$COREOS" -I "$TBPROTO" \
 					-fsyntax-only - ||
 				{ echo "$hdr does not compile alone: $cc" >&2; return 1; }
 			n=$((n + 1))

@@ -24,12 +24,17 @@
 
 static int tb5_open(struct inode *inode, struct file *file)
 {
-	struct tb5_dev *dev = container_of(inode->i_cdev, struct tb5_dev, cdev);
+	/* The file holds the end: a cable pulled meanwhile does not free it. */
+	struct tb5_dev *dev = tb5_dev_get(iminor(inode));
 	struct tb5_ctx *ctx;
 
+	if (!dev)
+		return -ENODEV;
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
-	if (!ctx)
+	if (!ctx) {
+		tb5_dev_put(dev);
 		return -ENOMEM;
+	}
 	ctx->dev = dev;
 	mutex_init(&ctx->lock);
 	xa_init_flags(&ctx->mrs, XA_FLAGS_ALLOC1);
@@ -51,6 +56,7 @@ static void kep_close(struct tb5_kep *kep)
 static int tb5_release(struct inode *inode, struct file *file)
 {
 	struct tb5_ctx *ctx = file->private_data;
+	struct tb5_dev *dev = ctx->dev;
 	struct tb5_kep *kep;
 	struct tb5_mr *mr;
 	unsigned long id;
@@ -77,6 +83,7 @@ static int tb5_release(struct inode *inode, struct file *file)
 	tb5_cq_destroy(ctx->cq);
 	mutex_destroy(&ctx->lock);
 	kfree(ctx);
+	tb5_dev_put(dev);
 	return 0;
 }
 
@@ -380,7 +387,7 @@ static void ioc_info(struct tb5_ctx *ctx, struct tb5_info *arg)
 	arg->link_index = dev->index;
 	arg->ring_size = tb5_ring_size;
 	arg->max_frame = TB5_FRAME_MAX;
-	arg->speed_mbps = 0;
+	arg->speed_mbps = READ_ONCE(dev->speed_mbps);
 	arg->features = TB5_FEATURE_HOST_MEM | TB5_FEATURE_DMABUF |
 			TB5_FEATURE_WELL_KNOWN;
 	if (dev->loop)

@@ -9,9 +9,10 @@
  *   host_id    this end's host id (hex)
  *   ring_size  descriptors per ring
  *   speed_mbps link speed; 0 when the backend has no wire (loop)
+ *   backend    loop | tb
  *   tx_frames tx_bytes rx_frames rx_bytes errors   counters
  *   plugged    loop ends only: 0/1, writing 0 pulls the pair's cable
- * and for the module (/sys/class/tb5/):
+ * (tb links add their own: tb5_tb.c), and for the module (/sys/class/tb5/):
  *   pinned_pages  user pages pinned by all contexts now
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -21,11 +22,19 @@
 #include <linux/string.h>
 #include <linux/version.h>
 #include <linux/wait_bit.h>
+#include <linux/xarray.h>
 
 #include "tb5_mod.h"
 
 atomic64_t tb5_pinned_pages = ATOMIC64_INIT(0);
 static dev_t tb5_devt;
+/*
+ * Index (minor) -> link end. An index is taken at creation and given back
+ * when the end is unpublished, so that a cable plugged in again may get its
+ * number back while a file still holds the old end. open() finds ends here,
+ * under the array's lock, and only published ones.
+ */
+static DEFINE_XARRAY_ALLOC(tb5_devs);
 
 static ssize_t pinned_pages_show(const struct class *class,
 				 const struct class_attribute *attr, char *buf);
@@ -105,9 +114,16 @@ static DEVICE_ATTR_RO(ring_size);
 static ssize_t speed_mbps_show(struct device *d, struct device_attribute *a,
 			       char *buf)
 {
-	return sysfs_emit(buf, "0\n");
+	return sysfs_emit(buf, "%u\n", READ_ONCE(to_tb5(d)->speed_mbps));
 }
 static DEVICE_ATTR_RO(speed_mbps);
+
+static ssize_t backend_show(struct device *d, struct device_attribute *a,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%s\n", to_tb5(d)->loop ? "loop" : "tb");
+}
+static DEVICE_ATTR_RO(backend);
 
 #define TB5_STAT_ATTR(name, expr)					\
 static ssize_t name##_show(struct device *d, struct device_attribute *a, \
@@ -151,6 +167,7 @@ static struct attribute *tb5_link_attrs[] = {
 	&dev_attr_host_id.attr,
 	&dev_attr_ring_size.attr,
 	&dev_attr_speed_mbps.attr,
+	&dev_attr_backend.attr,
 	&dev_attr_tx_frames.attr,
 	&dev_attr_tx_bytes.attr,
 	&dev_attr_rx_frames.attr,
@@ -170,7 +187,7 @@ static umode_t tb5_link_attr_visible(struct kobject *kobj,
 	return attr->mode;
 }
 
-static const struct attribute_group tb5_link_group = {
+const struct attribute_group tb5_link_group = {
 	.attrs = tb5_link_attrs,
 	.is_visible = tb5_link_attr_visible,
 };
@@ -185,9 +202,13 @@ static const struct attribute_group *tb5_link_groups[] = {
 static int tb5_dev_tx(void *priv, const struct tb5_tx_frame *frame)
 {
 	struct tb5_dev *dev = priv;
+	/* The core never transmits on a link that is down; tb lets go after. */
+	struct tb5_tb_link *tbl = READ_ONCE(dev->tb);
 
 	if (dev->loop)
 		return tb5_loop_tx(dev, frame);
+	if (tbl)
+		return tb5_tb_tx(tbl, frame);
 	return -ENOLINK;
 }
 
@@ -299,6 +320,10 @@ const struct tb5_link_ops tb5_dev_link_ops = {
 
 /* -- lifecycle ----------------------------------------------------------- */
 
+/*
+ * A new link end, with a reference for the caller. @index is the n of
+ * /dev/tb5_<n>, or TB5_DEV_INDEX_ANY for the lowest free one.
+ */
 struct tb5_dev *tb5_dev_create(u32 index, u64 host_id)
 {
 	struct tb5_link_config cfg = {
@@ -308,20 +333,31 @@ struct tb5_dev *tb5_dev_create(u32 index, u64 host_id)
 	struct tb5_dev *dev;
 	int ret;
 
-	if (index >= TB5_MAX_LINKS)
+	if (index != TB5_DEV_INDEX_ANY && index >= TB5_MAX_LINKS)
 		return ERR_PTR(-ENOSPC);
 	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
 	if (!dev)
 		return ERR_PTR(-ENOMEM);
-	dev->index = index;
+	kref_init(&dev->ref);
 	dev->host_id = host_id;
+	if (index == TB5_DEV_INDEX_ANY)
+		ret = xa_alloc(&tb5_devs, &dev->index, dev,
+			       XA_LIMIT(0, TB5_MAX_LINKS - 1), GFP_KERNEL);
+	else
+		ret = xa_insert(&tb5_devs, index, dev, GFP_KERNEL);
+	if (ret) {
+		kfree(dev);
+		return ERR_PTR(ret == -EBUSY ? -ENOSPC : ret);
+	}
+	if (index != TB5_DEV_INDEX_ANY)
+		dev->index = index;
+	dev->indexed = true;
 	ret = tb5_link_create(&cfg, &tb5_dev_link_ops, dev, &dev->link);
 	if (ret) {
+		xa_erase(&tb5_devs, dev->index);
 		kfree(dev);
 		return ERR_PTR(ret);
 	}
-	cdev_init(&dev->cdev, &tb5_fops);
-	dev->cdev.owner = THIS_MODULE;
 	return dev;
 }
 
@@ -329,41 +365,100 @@ struct tb5_dev *tb5_dev_create(u32 index, u64 host_id)
 int tb5_dev_publish(struct tb5_dev *dev)
 {
 	dev_t devt = MKDEV(MAJOR(tb5_devt), dev->index);
+	struct device *device;
+	struct cdev *cdev;
 	int ret;
 
-	ret = cdev_add(&dev->cdev, devt, 1);
-	if (ret)
-		return ret;
-	dev->device = device_create_with_groups(&tb5_class, NULL, devt, dev,
-						tb5_link_groups, "tb5_%u",
-						dev->index);
-	if (IS_ERR(dev->device)) {
-		ret = PTR_ERR(dev->device);
-		dev->device = NULL;
-		cdev_del(&dev->cdev);
+	/*
+	 * The character device is allocated on its own: an open file may
+	 * hold it after the end is unpublished, and frees it with its last
+	 * reference.
+	 */
+	cdev = cdev_alloc();
+	if (!cdev)
+		return -ENOMEM;
+	cdev->owner = THIS_MODULE;
+	cdev->ops = &tb5_fops;
+	ret = cdev_add(cdev, devt, 1);
+	if (ret) {
+		kobject_put(&cdev->kobj);
 		return ret;
 	}
+	device = device_create_with_groups(&tb5_class, dev->parent, devt, dev,
+					   dev->groups ?: tb5_link_groups,
+					   "tb5_%u", dev->index);
+	if (IS_ERR(device)) {
+		cdev_del(cdev);
+		return PTR_ERR(device);
+	}
+	dev->cdev = cdev;
+	dev->device = device;
+	xa_lock(&tb5_devs);
+	dev->published = true;
+	xa_unlock(&tb5_devs);
 	return 0;
 }
 
-/* Make /dev/tb5_<n> and its sysfs directory go away. */
+/*
+ * Make /dev/tb5_<n> and its sysfs directory go away, and give the index
+ * back. Files open on the end keep it.
+ */
 void tb5_dev_unpublish(struct tb5_dev *dev)
 {
-	if (!dev || !dev->device)
+	if (!dev)
+		return;
+	xa_lock(&tb5_devs);
+	dev->published = false;
+	if (dev->indexed)
+		__xa_erase(&tb5_devs, dev->index);
+	dev->indexed = false;
+	xa_unlock(&tb5_devs);
+	if (!dev->device)
 		return;
 	device_destroy(&tb5_class, MKDEV(MAJOR(tb5_devt), dev->index));
-	cdev_del(&dev->cdev);
+	cdev_del(dev->cdev);
 	dev->device = NULL;
+	dev->cdev = NULL;
 }
 
-/* The backend has stopped its rings. */
+/* The published end with minor @minor, with a reference; NULL if none. */
+struct tb5_dev *tb5_dev_get(unsigned int minor)
+{
+	struct tb5_dev *dev;
+
+	xa_lock(&tb5_devs);
+	dev = xa_load(&tb5_devs, minor);
+	if (dev && dev->published)
+		kref_get(&dev->ref);
+	else
+		dev = NULL;
+	xa_unlock(&tb5_devs);
+	return dev;
+}
+
+static void tb5_dev_release(struct kref *ref)
+{
+	struct tb5_dev *dev = container_of(ref, struct tb5_dev, ref);
+
+	tb5_link_destroy(dev->link);
+	kfree(dev);
+}
+
+void tb5_dev_put(struct tb5_dev *dev)
+{
+	kref_put(&dev->ref, tb5_dev_release);
+}
+
+/*
+ * The backend has stopped its rings and lets go: the end disappears, and
+ * its link is destroyed once no file holds it any more.
+ */
 void tb5_dev_destroy(struct tb5_dev *dev)
 {
 	if (!dev)
 		return;
 	tb5_dev_unpublish(dev);
-	tb5_link_destroy(dev->link);
-	kfree(dev);
+	tb5_dev_put(dev);
 }
 
 int tb5_dev_init(void)

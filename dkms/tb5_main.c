@@ -7,6 +7,11 @@
  *              16384 (default 4096); anything else fails the load
  *   loopback   loop pairs to create (0..16, default 0): each is two link
  *              ends, /dev/tb5_<2k> and /dev/tb5_<2k+1>, wired back to back
+ * and the tb backend's (tb5_tb.c), where the kernel has the Thunderbolt bus.
+ *
+ * Load: the class and device numbers, the loop pairs, then the tb backend
+ * (its property directory and service driver: a link per cable that a tb5
+ * peer answers on). Unload: the reverse.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -81,10 +86,15 @@ static int __init tb5_init(void)
 	ret = tb5_loop_init(tb5_loopback, 0, host_base);
 	if (ret)
 		goto err_dev_exit;
+	ret = tb5_tb_init();
+	if (ret)
+		goto err_loop_exit;
 	pr_info("loaded: version %s, ABI %u, ring_size %u, %u loop pair(s)\n",
 		TB5_VERSION_STRING, TB5_ABI_VERSION, tb5_ring_size, tb5_loopback);
 	return 0;
 
+err_loop_exit:
+	tb5_loop_exit();
 err_dev_exit:
 	tb5_dev_exit();
 	return ret;
@@ -92,6 +102,7 @@ err_dev_exit:
 
 static void __exit tb5_exit(void)
 {
+	tb5_tb_exit();
 	tb5_loop_exit();
 	tb5_dev_exit();
 }

@@ -4,6 +4,8 @@
  *
  *   tb5_dev   one link end: a core link, a character device /dev/tb5_<n>,
  *             its sysfs attributes, and the backend that owns its rings
+ *             (a loop pair, or a Thunderbolt cable: tb5_tb.c); counted, so
+ *             that a file left open across a hot-unplug keeps it alive
  *   tb5_ctx   one open() of a tb5_dev: memory regions, endpoints, the
  *             completion queue; all freed when the file is released
  *   tb5_mr    a registered memory region (pinned user pages or a dma-buf),
@@ -19,6 +21,7 @@
 
 #include <linux/cdev.h>
 #include <linux/device.h>
+#include <linux/kref.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -31,6 +34,7 @@
 #include "tb5_uapi.h"
 
 #define TB5_MAX_LINKS		256	/* minors reserved for /dev/tb5_<n> */
+#define TB5_DEV_INDEX_ANY	U32_MAX	/* tb5_dev_create(): the lowest free */
 #define TB5_LOOPBACK_MAX	16	/* loop pairs */
 #define TB5_KOPS		(2 * TB5_EP_MAX_OPS)	/* sends + receives */
 #define TB5_KEP_EVENT_CREDITS	2	/* events one endpoint can raise */
@@ -40,17 +44,33 @@ extern struct class tb5_class;
 extern atomic64_t tb5_pinned_pages;
 
 struct tb5_loop_pair;
+struct tb5_tb_link;
 
-/* One link end. */
+/*
+ * One link end. The backend creates it, publishes it, and lets go of it with
+ * tb5_dev_destroy() once its rings are stopped; each open file holds a
+ * reference too, and the core link is destroyed with the last one. An
+ * unpublished end keeps working for the files still open on it: its link
+ * is down, so their operations fail with -ENOLINK.
+ */
 struct tb5_dev {
 	u32 index;			/* n of /dev/tb5_<n> */
 	u64 host_id;
 	struct tb5_link *link;
-	struct cdev cdev;
-	struct device *device;
+	struct cdev *cdev;		/* NULL until published */
+	struct device *device;		/* NULL until published */
+	struct device *parent;		/* sysfs parent: the tb service, or NULL */
+	/* Attribute groups of the device; NULL: the common ones. */
+	const struct attribute_group **groups;
+	struct kref ref;		/* the backend's, and one per open file */
+	bool published;			/* under tb5_devs' lock: open() may find it */
+	bool indexed;			/* @index is reserved in tb5_devs */
+	u32 speed_mbps;			/* the link's speed; 0: no wire (loop) */
 	/* The loop backend: the pair and which of its two ends this is. */
 	struct tb5_loop_pair *loop;
 	int loop_end;
+	/* The tb backend: its link, NULL once it has let go. */
+	struct tb5_tb_link *tb;
 };
 
 struct tb5_cq {
@@ -113,7 +133,10 @@ struct tb5_dev *tb5_dev_create(u32 index, u64 host_id);
 void tb5_dev_destroy(struct tb5_dev *dev);
 int tb5_dev_publish(struct tb5_dev *dev);
 void tb5_dev_unpublish(struct tb5_dev *dev);
+struct tb5_dev *tb5_dev_get(unsigned int minor);
+void tb5_dev_put(struct tb5_dev *dev);
 extern const struct tb5_link_ops tb5_dev_link_ops;
+extern const struct attribute_group tb5_link_group;
 
 /* tb5_ctx.c */
 extern const struct file_operations tb5_fops;
@@ -138,5 +161,31 @@ void tb5_loop_exit(void);
 int tb5_loop_set_plugged(struct tb5_dev *dev, bool plugged);
 bool tb5_loop_plugged(struct tb5_dev *dev);
 int tb5_loop_tx(struct tb5_dev *dev, const struct tb5_tx_frame *frame);
+
+/*
+ * tb5_tb.c: the Thunderbolt backend. Kbuild builds it, and defines
+ * TB5_TB_BACKEND, exactly when the kernel has the Thunderbolt bus
+ * (IS_ENABLED(CONFIG_USB4)); without it tb5.ko has the loop backend only.
+ */
+#ifdef TB5_TB_BACKEND
+int tb5_tb_init(void);
+void tb5_tb_exit(void);
+int tb5_tb_tx(struct tb5_tb_link *tbl, const struct tb5_tx_frame *frame);
+#else
+static inline int tb5_tb_init(void)
+{
+	return 0;
+}
+
+static inline void tb5_tb_exit(void)
+{
+}
+
+static inline int tb5_tb_tx(struct tb5_tb_link *tbl,
+			    const struct tb5_tx_frame *frame)
+{
+	return -ENOLINK;
+}
+#endif
 
 #endif /* TB5_MOD_H */

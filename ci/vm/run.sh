@@ -47,9 +47,10 @@ BAD_PATTERNS=('BUG:' 'WARNING:' 'Oops' 'KASAN' 'refcount_t'
 	'blocked for more than' 'UBSAN:' 'Kernel panic')
 END_MARKER='TB5-VM-RESULT: rc='
 # Modules tb5 may need: the Thunderbolt bus (with what it depends on:
-# configfs on sid) and udmabuf where it is a module (built in on 6.12 and
-# sid, absent on 6.1).
-WANT_MODULES=(thunderbolt configfs udmabuf)
+# configfs on sid; tb5.ko's own "depends" brings it too), thunderbolt_net
+# (which the tb backend must coexist with) and udmabuf where it is a module
+# (built in on 6.12 and sid, absent on 6.1).
+WANT_MODULES=(thunderbolt configfs thunderbolt_net udmabuf)
 
 MEM=${TB5_VM_MEM:-2048}
 SMP=${TB5_VM_SMP:-2}

@@ -34,7 +34,7 @@ static void check_end(struct tb5k_ctx *c, const struct tb5_info *info,
 	TB5K_CHECK(info->features & TB5_FEATURE_LOOP, name,
 		   "features 0x%x lack TB5_FEATURE_LOOP", info->features);
 	TB5K_CHECK(!(info->features & ~(TB5_FEATURE_HOST_MEM | TB5_FEATURE_DMABUF |
-					TB5_FEATURE_LOOP)),
+					TB5_FEATURE_LOOP | TB5_FEATURE_WELL_KNOWN)),
 		   name, "unknown feature bits 0x%x", info->features);
 	TB5K_CHECK(!info->reserved[0] && !info->reserved[1], name,
 		   "reserved fields not zero");

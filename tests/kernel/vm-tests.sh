@@ -144,6 +144,9 @@ modprobe tb5 2>"$TMP/modprobe.err" || fail param.defaults "modprobe tb5: $(cat "
 rmmod tb5 || fail param.defaults "rmmod tb5 failed"
 pass param.defaults
 
+# The tb backend on a Thunderbolt bus without hardware (vm-tests-tb.sh).
+sh "$here/vm-tests-tb.sh" || fail tb "vm-tests-tb.sh failed (its FAIL line is above)"
+
 # 2. Two loop pairs with 1024-descriptor rings.
 load_loop load
 [ "$(cat $PARAMS/ring_size)" = 1024 ] ||
