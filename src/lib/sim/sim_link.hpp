@@ -26,6 +26,7 @@
 
 #include "sim/fabric.hpp"
 #include "sim/frame_ring.hpp"
+#include "sim/stream_copy.hpp"
 #include "tb5/tb5.h"
 #include "tb5_core.h"
 
@@ -117,12 +118,14 @@ private:
 
 	// The RX side, progress() only.
 	FrameRing rx_ring_;
+	StreamCopier rx_copy_;
 	std::vector<uint64_t> done_scratch_;
 
 	// Mesh: the cable file of the current peer session.
 	Mapping cable_;
 	uint64_t peer_session_ = 0;
 	uint64_t next_alive_check_ns_ = 0;
+	uint32_t alive_check_calls_ = 0;
 	// Loop: both directions in process memory.
 	std::shared_ptr<uint8_t[]> loop_mem_;
 };

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+//
+// clock.h - the one clock tb5-perf measures with: CLOCK_MONOTONIC in
+// nanoseconds (a vDSO call, no system call).
+#ifndef TB5_PERF_CLOCK_H
+#define TB5_PERF_CLOCK_H
+
+#include <time.h>
+
+#include <cstdint>
+
+namespace tb5perf {
+
+inline uint64_t NowNs()
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+	       static_cast<uint64_t>(ts.tv_nsec);
+}
+
+inline double Seconds(uint64_t ns)
+{
+	return static_cast<double>(ns) / 1e9;
+}
+
+} // namespace tb5perf
+
+#endif // TB5_PERF_CLOCK_H

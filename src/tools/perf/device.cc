@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+//
+// device.cc - devices, regions, endpoints.
+#include "device.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "clock.h"
+#include "errors.h"
+#include "units.h"
+
+namespace tb5perf {
+
+const char *BackendName(uint32_t backend)
+{
+	switch (backend) {
+	case TB5_BACKEND_KERNEL: return "kernel";
+	case TB5_BACKEND_SIM: return "simulator";
+	}
+	return "unknown";
+}
+
+const char *LinkStateName(uint32_t state)
+{
+	switch (state) {
+	case TB5_LINK_STATE_DOWN: return "down";
+	case TB5_LINK_STATE_UP: return "up";
+	case TB5_LINK_STATE_READY: return "ready";
+	}
+	return "unknown";
+}
+
+std::vector<tb5_link_info> ListLinks()
+{
+	struct tb5_link_info *links = nullptr;
+	size_t count = 0;
+
+	Check(tb5_list_links(&links, &count), "tb5_list_links");
+	std::vector<tb5_link_info> out(links, links + count);
+	tb5_free_link_list(links);
+	return out;
+}
+
+Device::Device(const std::string &name) : name_(name)
+{
+	const int ret = tb5_open(name.c_str(), &dev_);
+
+	if (ret < 0)
+		ThrowApi("tb5_open " + name, ret);
+}
+
+Device::~Device()
+{
+	if (dev_)
+		tb5_close(dev_);
+}
+
+tb5_link_info Device::Query() const
+{
+	tb5_link_info info = {};
+
+	if (const int ret = tb5_query(dev_, &info); ret < 0)
+		ThrowApi("tb5_query " + name_, ret);
+	return info;
+}
+
+tb5_link_info Device::WaitReady(double timeout_s,
+				const std::function<void()> &check)
+{
+	const uint64_t deadline = NowNs() + static_cast<uint64_t>(timeout_s * 1e9);
+
+	for (;;) {
+		tb5_wc wc[8];
+		// The simulator's transport runs inside tb5_poll(); nothing
+		// else is open on the device yet, so nothing is lost.
+		Check(tb5_poll(dev_, wc, 8), "tb5_poll");
+		const tb5_link_info info = Query();
+		if (info.state == TB5_LINK_STATE_READY)
+			return info;
+		if (StopRequested())
+			throw Interrupted();
+		if (check)
+			check();
+		if (NowNs() > deadline) {
+			char secs[32];
+			snprintf(secs, sizeof(secs), "%g", timeout_s);
+			throw Error("link " + name_ + " is " +
+				    LinkStateName(info.state) +
+				    ", not ready, after " + secs + " s");
+		}
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	}
+}
+
+Region::Region(Device &dev, size_t len)
+{
+	const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+
+	len_ = len;
+	mapped_ = (len + page - 1) / page * page;
+	void *p = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (p == MAP_FAILED)
+		throw Error("cannot map " + FormatSize(len) + " of buffers: " +
+			    strerror(errno));
+	data_ = static_cast<uint8_t *>(p);
+	// Touch every page, so that no page fault lands in a measurement.
+	memset(data_, 0, mapped_);
+	const int ret = tb5_reg_host(dev.get(), data_, len_, &mr_);
+	if (ret < 0) {
+		const std::string msg = ApiMessage(
+			"tb5_reg_host of " + FormatSize(len) + " on " + dev.name(),
+			ret);
+		munmap(data_, mapped_);
+		throw Error(msg);
+	}
+}
+
+Region::~Region()
+{
+	// An operation still using the region means the endpoint was not
+	// closed first; keep the memory mapped rather than pull it from
+	// under the library (tb5_close() frees the registration).
+	if (mr_ && tb5_dereg(mr_) < 0)
+		return;
+	munmap(data_, mapped_);
+}
+
+void EndpointCloser::operator()(tb5_endpoint *ep) const
+{
+	if (ep)
+		tb5_endpoint_close(ep);
+}
+
+} // namespace tb5perf

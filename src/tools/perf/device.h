@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+//
+// device.h - RAII owners for what libtb5 hands out: an open link (Device),
+// registered host memory (Region), an endpoint (EndpointPtr); and link
+// listing helpers.
+#ifndef TB5_PERF_DEVICE_H
+#define TB5_PERF_DEVICE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tb5/tb5.h"
+
+namespace tb5perf {
+
+const char *BackendName(uint32_t backend);
+const char *LinkStateName(uint32_t state);
+
+// The links of this host (tb5_list_links); throws on failure.
+std::vector<tb5_link_info> ListLinks();
+
+class Device {
+public:
+	// tb5_open(); throws with the library's message.
+	explicit Device(const std::string &name);
+	~Device();
+	Device(const Device &) = delete;
+	Device &operator=(const Device &) = delete;
+
+	tb5_device *get() const { return dev_; }
+	const std::string &name() const { return name_; }
+	tb5_link_info Query() const;
+
+	// Polls and queries until the link is READY, calling @check (which
+	// may throw) about every 10 ms; throws after @timeout_s.
+	tb5_link_info WaitReady(double timeout_s,
+				const std::function<void()> &check = {});
+
+private:
+	std::string name_;
+	tb5_device *dev_ = nullptr;
+};
+
+// Page-aligned, pre-faulted host memory registered on a device.
+class Region {
+public:
+	Region(Device &dev, size_t len);
+	~Region();
+	Region(const Region &) = delete;
+	Region &operator=(const Region &) = delete;
+
+	uint8_t *data() const { return data_; }
+	size_t size() const { return len_; }
+	tb5_mr *mr() const { return mr_; }
+
+private:
+	uint8_t *data_ = nullptr;
+	size_t len_ = 0;
+	size_t mapped_ = 0;
+	tb5_mr *mr_ = nullptr;
+};
+
+struct EndpointCloser {
+	void operator()(tb5_endpoint *ep) const;
+};
+using EndpointPtr = std::unique_ptr<tb5_endpoint, EndpointCloser>;
+
+} // namespace tb5perf
+
+#endif // TB5_PERF_DEVICE_H

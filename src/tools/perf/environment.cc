@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+//
+// environment.cc - the environment of a run.
+#include "environment.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+#include "device.h"
+#include "test_kind.h"
+#include "units.h"
+
+namespace tb5perf {
+namespace {
+
+std::string CpuModel()
+{
+	std::ifstream f("/proc/cpuinfo");
+	std::string line;
+
+	while (std::getline(f, line)) {
+		if (line.rfind("model name", 0) == 0) {
+			const size_t colon = line.find(':');
+			if (colon != std::string::npos)
+				return line.substr(line.find_first_not_of(' ', colon + 1));
+		}
+	}
+	return "unknown";
+}
+
+std::string UtcNow()
+{
+	char buf[32];
+	const time_t now = time(nullptr);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return buf;
+}
+
+} // namespace
+
+std::string Hex(uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%016" PRIx64, v);
+	return buf;
+}
+
+nlohmann::json LinkJson(const tb5_link_info &l)
+{
+	return {
+		{"name", l.name},
+		{"backend", BackendName(l.backend)},
+		{"state", LinkStateName(l.state)},
+		{"local_host", Hex(l.local_host)},
+		{"peer_host", Hex(l.peer_host)},
+		{"index", l.index},
+		{"ring_size", l.ring_size},
+		{"max_frame", l.max_frame},
+		{"speed_mbps", l.speed_mbps},
+		{"caps", l.caps},
+		{"max_ops", l.max_ops},
+		{"max_msg", l.max_msg},
+	};
+}
+
+nlohmann::json MakeEnvironment(const Options &opt, const std::string &mode,
+			       const tb5_link_info &link, const PeerInfo &peer)
+{
+	nlohmann::json env;
+	struct utsname uts = {};
+	char hostname[256] = {};
+
+	uname(&uts);
+	gethostname(hostname, sizeof(hostname) - 1);
+	env["tool"] = "tb5-perf";
+	env["tool_version"] = TB5_PERF_VERSION;
+	env["library_version"] = tb5_version();
+	env["date"] = UtcNow();
+	env["mode"] = mode;
+	env["command"] = opt.command;
+	if (const char *sim = getenv("TB5_SIM"))
+		env["simulator"] = sim;
+	env["host"] = {
+		{"name", hostname},
+		{"kernel", std::string(uts.sysname) + " " + uts.release},
+		{"machine", uts.machine},
+		{"cpu", CpuModel()},
+		{"cpus", std::thread::hardware_concurrency()},
+	};
+	env["link"] = LinkJson(link);
+	env["peer"] = {
+		{"host", Hex(peer.host)},
+		{"library_version", peer.version},
+		{"backend", BackendName(peer.backend)},
+		{"ring_size", peer.ring_size},
+		{"speed_mbps", peer.speed_mbps},
+		{"max_ops", peer.max_ops},
+	};
+	nlohmann::json tests = nlohmann::json::array();
+	for (Test t : opt.tests)
+		tests.push_back(std::string(TestName(t)));
+	env["settings"] = {
+		{"tests", tests},
+		{"bw_sizes", opt.bw_sizes},
+		{"lat_sizes", opt.lat_sizes},
+		{"iters", opt.iters},
+		{"duration_s", opt.duration_s},
+		{"warmup", opt.warmup},
+		{"min_iters", opt.min_iters},
+		{"window", opt.window},
+		{"streams", opt.streams},
+		{"load_size", opt.load_size},
+		{"max_inflight", opt.max_inflight},
+		{"verify", opt.verify},
+		{"polling", opt.wait ? "tb5_wait" : "busy polling"},
+		{"memcpy", opt.memcpy},
+		{"memcpy_footprint", opt.memcpy_footprint},
+		{"service", Hex(opt.service)},
+	};
+	return env;
+}
+
+} // namespace tb5perf

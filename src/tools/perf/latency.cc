@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: MIT
+//
+// latency.cc - ping-pong, with or without a bulk load beside it.
+#include "latency.h"
+
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include "clock.h"
+#include "errors.h"
+#include "pattern.h"
+#include "pipe.h"
+#include "units.h"
+
+namespace tb5perf {
+namespace {
+
+constexpr uint32_t kAhead = 2;		// receives posted ahead, slots
+constexpr uint32_t kPingDir = 0;
+constexpr uint32_t kPongDir = 1;
+
+void CheckFits(Conn &conn, const RunSpec &spec)
+{
+	if (BufferBytes(spec) > conn.region_size())
+		throw Error("the " + FormatSize(conn.region_size()) +
+			    " buffers are too small for " + FormatSize(spec.size) +
+			    " ping-pongs");
+	conn.data(0);
+	if (spec.test == Test::kLatLoad)
+		conn.data(1);
+}
+
+// The bulk stream of lat-load, on data endpoint 1, slots after the ping's.
+std::unique_ptr<Pipe> MakeBulk(Conn &conn, const RunSpec &spec, bool send)
+{
+	if (spec.test != Test::kLatLoad)
+		return nullptr;
+	PipeConfig cfg;
+	cfg.ep = conn.data(1);
+	cfg.send = send;
+	cfg.region = send ? &conn.send_region() : &conn.recv_region();
+	cfg.base = BulkBase(spec.size);
+	cfg.slots = spec.window;
+	cfg.size = spec.load_size;
+	cfg.count = kUnbounded;
+	cfg.id = 0;
+	cfg.stream = 1;
+	cfg.direction = kPingDir;
+	cfg.tag = kTagData;
+	cfg.verify = spec.flags & kRunVerify;
+	return std::make_unique<Pipe>(cfg);
+}
+
+void Post(tb5_endpoint *ep, Region &region, bool send, uint32_t slot,
+	  uint64_t size, uint32_t tag, UdKind kind)
+{
+	const int ret = send ? tb5_send(ep, region.mr(), slot * size, size, tag,
+					MakeUd(kind, 0, slot))
+			     : tb5_recv(ep, region.mr(), slot * size, size, tag,
+					MakeUd(kind, 0, slot));
+	if (ret < 0)
+		ThrowApi(send ? "tb5_send" : "tb5_recv", ret);
+}
+
+// Checks a received ping or pong; "" when good.
+std::string CheckMessage(const tb5_wc &wc, const RunSpec &spec,
+			 const uint8_t *buf, uint64_t seq, uint32_t dir)
+{
+	if (wc.bytes != spec.size)
+		return "message " + std::to_string(seq) + ": " +
+		       std::to_string(wc.bytes) + " bytes, not " +
+		       std::to_string(spec.size);
+	if (!(spec.flags & kRunVerify))
+		return "";
+	std::string bad = CheckPattern(buf, spec.size,
+				       PatternSeed(spec.size, seq, 0, dir));
+	return bad.empty() ? "" : "message " + std::to_string(seq) + ": " + bad;
+}
+
+} // namespace
+
+RunResult ClientPingPong(Conn &conn, const RunSpec &spec)
+{
+	CheckFits(conn, spec);
+	tb5_endpoint *ep = conn.data(0);
+	Region &tx = conn.send_region();
+	Region &rx = conn.recv_region();
+	const bool verify = spec.flags & kRunVerify;
+	std::unique_ptr<Pipe> bulk = MakeBulk(conn, spec, true);
+	bool ping_busy[kAhead] = {};
+	uint64_t pongs = 0;		// received so far
+	uint64_t pong_bytes = 0;
+	uint64_t pong_posted = 0;
+	RunResult r;
+
+	auto dispatch = [&](std::span<const tb5_wc> wcs) {
+		for (const tb5_wc &wc : wcs) {
+			const uint32_t slot = UdSlot(wc.user_data);
+			switch (UdKindOf(wc.user_data)) {
+			case kUdPing:
+				ping_busy[slot % kAhead] = false;
+				break;
+			case kUdPong:
+				if (slot != pongs % kAhead)
+					throw Error("pong " + std::to_string(pongs) +
+						    " completed out of order");
+				pong_bytes = wc.bytes;
+				pongs++;
+				break;
+			case kUdPipe:
+				if (!bulk)
+					throw Error("protocol error: bulk data "
+						    "without load");
+				bulk->Complete(wc);
+				break;
+			default:
+				throw Error("protocol error: an unexpected "
+					    "completion during ping-pong");
+			}
+		}
+	};
+
+	for (; pong_posted < std::min<uint64_t>(kAhead, spec.count); pong_posted++)
+		Post(ep, rx, false, pong_posted % kAhead, spec.size, kTagPong,
+		     kUdPong);
+	conn.SendCtl(ToCtl(spec));
+	while (!conn.TakeCtl(CtlType::kReady))
+		dispatch(conn.Poll());
+	const uint64_t start = NowNs();
+	if (bulk)
+		bulk->Start();
+	r.samples_ns.resize(spec.count);
+	for (uint64_t i = 0; i < spec.count; i++) {
+		const uint32_t slot = i % kAhead;
+
+		while (ping_busy[slot])
+			dispatch(conn.Poll());
+		if (verify)
+			FillPattern(tx.data() + slot * spec.size, spec.size,
+				    PatternSeed(spec.size, i, 0, kPingDir));
+		const uint64_t t0 = NowNs();
+		Post(ep, tx, true, slot, spec.size, kTagPing, kUdPing);
+		ping_busy[slot] = true;
+		while (pongs <= i)
+			dispatch(conn.Poll());
+		const uint64_t t1 = NowNs();
+		r.samples_ns[i] = static_cast<double>(t1 - t0) / 2;
+
+		tb5_wc got = {};
+		got.bytes = pong_bytes;
+		const std::string bad = CheckMessage(
+			got, spec, rx.data() + slot * spec.size, i, kPongDir);
+		if (!bad.empty())
+			throw Error(conn.phase() + ": verification failed: pong " +
+				    bad);
+		if (pong_posted < spec.count) {
+			Post(ep, rx, false, pong_posted % kAhead, spec.size,
+			     kTagPong, kUdPong);
+			pong_posted++;
+		}
+	}
+	if (bulk) {
+		bulk->Finish();
+		while (!bulk->done())
+			dispatch(conn.Poll());
+	}
+	const uint64_t end = NowNs();
+	while (std::any_of(ping_busy, ping_busy + kAhead, [](bool b) { return b; }))
+		dispatch(conn.Poll());
+	if (bulk) {
+		CtlMsg msg = MakeCtl(CtlType::kEnd);
+		msg.count = bulk->completed();
+		conn.SendCtl(msg);
+	}
+	std::optional<CtlMsg> done;
+	while (!(done = conn.TakeCtl(CtlType::kDone)))
+		dispatch(conn.Poll());
+	CheckDone(*done, conn.phase());
+	if (bulk && done->v[kDoneBulk] != bulk->bytes())
+		throw Error(conn.phase() + ": the server received " +
+			    std::to_string(done->v[kDoneBulk]) +
+			    " bulk bytes of " + std::to_string(bulk->bytes()));
+
+	r.seconds = Seconds(end - start);
+	r.messages = spec.count;
+	r.bytes = 2 * spec.count * spec.size;
+	if (bulk) {
+		r.load_bytes = bulk->bytes();
+		r.load_seconds = r.seconds;
+	}
+	return r;
+}
+
+CtlMsg ServerPingPong(Conn &conn, const RunSpec &spec)
+{
+	CheckFits(conn, spec);
+	tb5_endpoint *ep = conn.data(0);
+	Region &tx = conn.send_region();
+	Region &rx = conn.recv_region();
+	const bool verify = spec.flags & kRunVerify;
+	std::unique_ptr<Pipe> bulk = MakeBulk(conn, spec, false);
+	bool pong_busy[kAhead] = {};
+	std::deque<uint64_t> pong_due;	// pongs waiting for their slot
+	uint64_t pings = 0, ping_posted = 0, pongs_done = 0, errors = 0;
+	std::string first_error;
+	std::optional<uint64_t> bulk_total;
+
+	auto send_pong = [&](uint64_t seq) {
+		const uint32_t slot = seq % kAhead;
+		if (verify)
+			FillPattern(tx.data() + slot * spec.size, spec.size,
+				    PatternSeed(spec.size, seq, 0, kPongDir));
+		Post(ep, tx, true, slot, spec.size, kTagPong, kUdPong);
+		pong_busy[slot] = true;
+	};
+	auto dispatch = [&](std::span<const tb5_wc> wcs) {
+		for (const tb5_wc &wc : wcs) {
+			const uint32_t slot = UdSlot(wc.user_data) % kAhead;
+			switch (UdKindOf(wc.user_data)) {
+			case kUdPing: {
+				const uint64_t seq = pings++;
+				const std::string bad = CheckMessage(
+					wc, spec, rx.data() + slot * spec.size,
+					seq, kPingDir);
+				if (!bad.empty() && !errors++)
+					first_error = "ping " + bad;
+				if (pong_busy[seq % kAhead] || !pong_due.empty())
+					pong_due.push_back(seq);
+				else
+					send_pong(seq);
+				if (ping_posted < spec.count) {
+					Post(ep, rx, false, slot, spec.size,
+					     kTagPing, kUdPing);
+					ping_posted++;
+				}
+				break;
+			}
+			case kUdPong:
+				pong_busy[slot] = false;
+				pongs_done++;
+				if (!pong_due.empty() &&
+				    !pong_busy[pong_due.front() % kAhead]) {
+					send_pong(pong_due.front());
+					pong_due.pop_front();
+				}
+				break;
+			case kUdPipe:
+				if (!bulk)
+					throw Error("protocol error: bulk data "
+						    "without load");
+				bulk->Complete(wc);
+				break;
+			default:
+				throw Error("protocol error: an unexpected "
+					    "completion during ping-pong");
+			}
+		}
+	};
+
+	for (; ping_posted < std::min<uint64_t>(kAhead, spec.count); ping_posted++)
+		Post(ep, rx, false, ping_posted % kAhead, spec.size, kTagPing,
+		     kUdPing);
+	if (bulk)
+		bulk->Start();
+	conn.SendCtl(MakeCtl(CtlType::kReady));
+	while (pongs_done < spec.count)
+		dispatch(conn.Poll());
+	if (bulk) {
+		for (;;) {
+			if (!bulk_total)
+				if (auto end = conn.TakeCtl(CtlType::kEnd))
+					bulk_total = end->count;
+			if (bulk_total && bulk->completed() >= *bulk_total)
+				break;
+			dispatch(conn.Poll());
+		}
+		if (bulk->errors() && !errors)
+			first_error = "bulk " + bulk->first_error();
+		errors += bulk->errors();
+	}
+
+	CtlMsg done = MakeCtl(CtlType::kDone);
+	done.v[kDoneBytes] = pings * spec.size;
+	done.v[kDoneMessages] = pings;
+	done.v[kDoneErrors] = errors;
+	done.v[kDoneBulk] = bulk ? bulk->bytes() : 0;
+	SetText(done, first_error);
+	return done;
+}
+
+} // namespace tb5perf

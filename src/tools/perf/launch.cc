@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: MIT
+//
+// launch.cc - --loop, --sim and --list.
+#include "launch.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client.h"
+#include "clock.h"
+#include "device.h"
+#include "environment.h"
+#include "errors.h"
+#include "server.h"
+
+namespace tb5perf {
+namespace {
+
+// A fabric name no other run uses: [A-Za-z0-9_.-], at most 64 characters.
+std::string UniqueFabric()
+{
+	uint32_t r = 0;
+	char buf[64];
+
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = static_cast<uint32_t>(NowNs());
+	snprintf(buf, sizeof(buf), "tb5perf-%d-%08" PRIx32, getpid(), r);
+	return buf;
+}
+
+std::string SimSpec(const std::string &fabric, const Options &opt,
+		    const std::string &ours)
+{
+	if (opt.sim_options.find(':') != std::string::npos)
+		throw UsageError("--sim-options: key=value[,key=value...], "
+				 "without the fabric name");
+	std::string spec = fabric + ":";
+	if (!opt.sim_options.empty())
+		spec += opt.sim_options + ",";
+	// Ours last: they decide.
+	return spec + ours;
+}
+
+void SetSim(const std::string &spec)
+{
+	if (setenv("TB5_SIM", spec.c_str(), 1))
+		throw Error(std::string("setenv: ") + strerror(errno));
+}
+
+// The server child process of --sim.
+class Child {
+public:
+	Child(const std::vector<std::string> &args, const std::string &sim_env)
+	{
+		// Everything the child needs is built before fork(): after
+		// it, only async-signal-safe calls.
+		std::vector<char *> argv;
+		for (const std::string &a : args)
+			argv.push_back(const_cast<char *>(a.c_str()));
+		argv.push_back(nullptr);
+		std::vector<std::string> env_store;
+		for (char **e = environ; *e; e++)
+			if (strncmp(*e, "TB5_SIM=", 8))
+				env_store.emplace_back(*e);
+		env_store.push_back("TB5_SIM=" + sim_env);
+		std::vector<char *> envp;
+		for (const std::string &e : env_store)
+			envp.push_back(const_cast<char *>(e.c_str()));
+		envp.push_back(nullptr);
+		const pid_t parent = getpid();
+
+		pid_ = fork();
+		if (pid_ < 0)
+			throw Error(std::string("fork: ") + strerror(errno));
+		if (pid_ == 0) {
+			// Die with the parent, even if it is killed.
+			prctl(PR_SET_PDEATHSIG, SIGTERM);
+			if (getppid() != parent)
+				_exit(kExitFailed);
+			// The JSON on our stdout is the parent's.
+			const int null = open("/dev/null", O_WRONLY);
+			if (null >= 0)
+				dup2(null, STDOUT_FILENO);
+			execve("/proc/self/exe", argv.data(), envp.data());
+			_exit(127);
+		}
+	}
+
+	~Child()
+	{
+		if (reaped_)
+			return;
+		kill(pid_, SIGTERM);
+		// A moment to leave the fabric cleanly, then no more.
+		for (int i = 0; i < 200 && !Reap(false); i++)
+			usleep(10000);
+		if (!reaped_) {
+			kill(pid_, SIGKILL);
+			Reap(true);
+		}
+	}
+
+	// Throws if the child ended before it should have.
+	void CheckAlive()
+	{
+		if (Reap(false))
+			throw Error("the server process ended early (" +
+				    Describe() + ")");
+	}
+
+	// Waits up to @timeout_s for the child to end by itself; its exit
+	// status, or -1 if it had to be killed.
+	int Wait(double timeout_s)
+	{
+		const uint64_t deadline = NowNs() + static_cast<uint64_t>(timeout_s * 1e9);
+
+		while (!Reap(false) && NowNs() < deadline)
+			usleep(5000);
+		if (!reaped_)
+			return -1;
+		return WIFEXITED(status_) ? WEXITSTATUS(status_) : -1;
+	}
+
+	std::string Describe() const
+	{
+		if (WIFEXITED(status_))
+			return "exit status " + std::to_string(WEXITSTATUS(status_));
+		if (WIFSIGNALED(status_))
+			return std::string("killed by signal ") +
+			       strsignal(WTERMSIG(status_));
+		return "status " + std::to_string(status_);
+	}
+
+private:
+	bool Reap(bool block)
+	{
+		if (reaped_)
+			return true;
+		const pid_t r = waitpid(pid_, &status_, block ? 0 : WNOHANG);
+		if (r == pid_ || (r < 0 && errno == ECHILD))
+			reaped_ = true;
+		return reaped_;
+	}
+
+	pid_t pid_ = -1;
+	int status_ = 0;
+	bool reaped_ = false;
+};
+
+// Two links of this host that are each other's other end. (The ends of a
+// loop pair may have host ids of their own.)
+bool LoopPair(const tb5_link_info &a, const tb5_link_info &b)
+{
+	return a.state == TB5_LINK_STATE_READY && b.state == TB5_LINK_STATE_READY &&
+	       a.peer_host == b.local_host && b.peer_host == a.local_host &&
+	       strcmp(a.name, b.name);
+}
+
+} // namespace
+
+int ListLinksCommand()
+{
+	const std::vector<tb5_link_info> links = ListLinks();
+
+	if (links.empty()) {
+		printf("no tb5 links (load the tb5 module, or set TB5_SIM for "
+		       "the simulator)\n");
+		return kExitOk;
+	}
+	printf("%-12s %-9s %-6s %-18s %-18s %6s %7s %10s\n", "link", "backend",
+	       "state", "host", "peer", "ring", "max_ops", "speed");
+	for (const tb5_link_info &l : links)
+		printf("%-12s %-9s %-6s %-18s %-18s %6u %7u %10s\n", l.name,
+		       BackendName(l.backend), LinkStateName(l.state),
+		       Hex(l.local_host).c_str(), Hex(l.peer_host).c_str(),
+		       l.ring_size, l.max_ops,
+		       l.speed_mbps ? (std::to_string(l.speed_mbps) + " Mb/s").c_str()
+				    : "-");
+	return kExitOk;
+}
+
+int RunLoop(const Options &opt)
+{
+	if (opt.sim)
+		SetSim(SimSpec(UniqueFabric(), opt, "hosts=1,loop=1"));
+
+	const std::vector<tb5_link_info> links = ListLinks();
+	const tb5_link_info *server_end = nullptr, *client_end = nullptr;
+	for (const auto &a : links) {
+		for (const auto &b : links) {
+			if (!LoopPair(a, b) || client_end)
+				continue;
+			if (!opt.link.empty() ? opt.link == b.name
+					      : strcmp(a.name, b.name) < 0) {
+				server_end = &a;
+				client_end = &b;
+			}
+		}
+	}
+	if (!client_end) {
+		std::string names;
+		for (const auto &l : links)
+			names += std::string(names.empty() ? "" : ", ") + l.name +
+				 " (" + LinkStateName(l.state) + ")";
+		throw Error("no ready loop pair" +
+			    (opt.link.empty() ? std::string()
+					      : " with " + opt.link) +
+			    " among the links: " +
+			    (names.empty() ? "none" : names) +
+			    "; load tb5 with loopback=1, or use --sim --loop");
+	}
+	const std::string server_link = server_end->name;
+	const std::string client_link = client_end->name;
+
+	std::atomic<bool> stop{false};
+	std::atomic<bool> server_done{false};
+	std::string server_error;
+	int server_status = kExitOk;
+	Options server_opt = opt;
+	server_opt.once = true;
+	server_opt.quiet = true;
+	std::thread server([&] {
+		try {
+			Server srv(server_opt, {server_link}, &stop);
+			server_status = srv.Run();
+			if (server_status != kExitOk)
+				server_error = srv.last_error();
+		} catch (const Interrupted &) {
+			server_status = kExitOk;
+		} catch (const std::exception &e) {
+			server_error = e.what();
+			server_status = kExitFailed;
+		}
+		server_done.store(true);
+	});
+	auto watchdog = [&] {
+		if (server_done.load() && !server_error.empty())
+			throw Error("the server side failed: " + server_error);
+	};
+	int status;
+	try {
+		status = RunClient(opt, client_link, "loop", watchdog);
+	} catch (...) {
+		stop.store(true);
+		server.join();
+		throw;
+	}
+	// The server ends after our BYE.
+	const uint64_t deadline = NowNs() + static_cast<uint64_t>(opt.timeout_s * 1e9);
+	while (!server_done.load() && NowNs() < deadline)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	stop.store(true);
+	server.join();
+	if (!server_error.empty())
+		throw Error("the server side failed: " + server_error);
+	return status != kExitOk ? status : server_status;
+}
+
+int RunSim(const Options &opt)
+{
+	const std::string fabric = UniqueFabric();
+	const std::string ours = SimSpec(fabric, opt, "hosts=2,host=0,loop=0");
+	const std::string theirs = SimSpec(fabric, opt, "hosts=2,host=1,loop=0");
+	char service[24], timeout[32];
+
+	snprintf(service, sizeof(service), "0x%" PRIx64, opt.service);
+	snprintf(timeout, sizeof(timeout), "%g", opt.timeout_s);
+	SetSim(ours);
+	Child child({"tb5-perf", "--server", "--once", "--quiet", "--link",
+		     "sim_h0", "--service", service, "--timeout", timeout},
+		    theirs);
+	const int status = RunClient(opt, "sim_h1", "sim",
+				     [&child] { child.CheckAlive(); });
+	const int child_status = child.Wait(opt.timeout_s);
+	if (child_status != kExitOk)
+		throw Error("the server process failed (" +
+			    (child_status < 0 ? std::string("did not end")
+					      : child.Describe()) +
+			    ")");
+	return status;
+}
+
+} // namespace tb5perf

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+//
+// launch.h - the one-command modes, which start both sides themselves.
+//   --loop: finds a loop pair among the local links (two links that are
+//     each other's other end: one's peer_host is the other's local_host), runs the server in a thread on one end and the client on
+//     the other. With --sim: over the simulator's in-process loop pair, on a
+//     fabric of its own.
+//   --sim: puts this process in slot 0 of a new simulated fabric
+//     (TB5_SIM=<unique>:hosts=2,host=0), starts `tb5-perf --server --once`
+//     as a child process in slot 1, and runs the client over the mesh link
+//     sim_h1: a measurement across two processes. The child dies with us,
+//     whatever way we end.
+#ifndef TB5_PERF_LAUNCH_H
+#define TB5_PERF_LAUNCH_H
+
+#include "options.h"
+
+namespace tb5perf {
+
+int RunLoop(const Options &opt);
+int RunSim(const Options &opt);
+// --list: one line per link.
+int ListLinksCommand();
+
+} // namespace tb5perf
+
+#endif // TB5_PERF_LAUNCH_H

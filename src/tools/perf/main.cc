@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+//
+// main.cc - tb5-perf: bandwidth and latency of tb5 links (docs/perf.md).
+// Exit status: 0 success, 1 a test failed (or verification, or a library
+// call), 2 bad usage.
+#include <cstdio>
+#include <exception>
+
+#include "client.h"
+#include "errors.h"
+#include "launch.h"
+#include "options.h"
+#include "server.h"
+
+int main(int argc, char **argv)
+{
+	using namespace tb5perf;
+	Options opt;
+
+	if (const int status = ParseOptions(argc, argv, opt); status >= 0)
+		return status;
+	InstallStopHandlers();
+	try {
+		if (opt.list_links)
+			return ListLinksCommand();
+		switch (opt.mode) {
+		case Mode::kServer: {
+			std::vector<std::string> links;
+			if (!opt.link.empty())
+				links.push_back(opt.link);
+			return Server(opt, links, nullptr).Run();
+		}
+		case Mode::kClient:
+			return RunClient(opt, opt.link, "client", {});
+		case Mode::kLoop:
+			return RunLoop(opt);
+		case Mode::kSim:
+			return RunSim(opt);
+		}
+	} catch (const UsageError &e) {
+		fprintf(stderr, "tb5-perf: %s\n", e.what());
+		return kExitUsage;
+	} catch (const Interrupted &) {
+		// A server ends that way; a client did not finish.
+		if (opt.mode != Mode::kServer) {
+			fprintf(stderr, "tb5-perf: interrupted\n");
+			return kExitFailed;
+		}
+		if (!opt.quiet)
+			printf("tb5-perf server: stopped\n");
+		return kExitOk;
+	} catch (const std::exception &e) {
+		fprintf(stderr, "tb5-perf: error: %s\n", e.what());
+		return kExitFailed;
+	}
+	return kExitFailed;
+}

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+//
+// progress.h - one line on stderr, rewritten in place, that says what runs
+// now; on when stderr is a terminal or with --progress.
+#ifndef TB5_PERF_PROGRESS_H
+#define TB5_PERF_PROGRESS_H
+
+#include <cstdint>
+#include <string>
+
+namespace tb5perf {
+
+class Progress {
+public:
+	explicit Progress(bool enabled);
+	~Progress();
+
+	bool enabled() const { return enabled_; }
+	// Shows @line (at most ten times a second unless @force).
+	void Update(const std::string &line, bool force = false);
+	// Removes the line, before anything else is printed to the terminal.
+	void Clear();
+
+private:
+	bool enabled_;
+	bool tty_;
+	bool shown_ = false;
+	uint64_t last_ns_ = 0;
+	uint64_t start_ns_ = 0;
+};
+
+} // namespace tb5perf
+
+#endif // TB5_PERF_PROGRESS_H

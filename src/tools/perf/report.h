@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+//
+// report.h - results out: a table per test in the spirit of nccl-tests
+// (printed row by row as sizes finish), and at the end one JSON document
+// (environment, settings, every row, a summary) or CSV (one line per row).
+#ifndef TB5_PERF_REPORT_H
+#define TB5_PERF_REPORT_H
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "options.h"
+#include "progress.h"
+#include "stats.h"
+#include "test_kind.h"
+
+namespace tb5perf {
+
+struct Row {
+	Test test = Test::kBw;
+	uint64_t size = 0;
+	uint64_t iters = 0;		// messages per stream, or ping-pongs
+	uint32_t window = 0;
+	uint32_t streams = 1;
+	double seconds = 0;
+	uint64_t bytes = 0;		// payload, both directions for bibw
+	uint64_t messages = 0;
+	double gbps = 0;		// 1e9 bytes per second
+	double msgs_per_s = 0;
+	std::optional<double> memcpy_gbps;
+	std::optional<LatencySummary> lat;	// ns
+	std::vector<HistogramBucket> histogram;
+	uint64_t load_size = 0;		// lat-load
+	double load_gbps = 0;
+	bool verified = false;
+};
+
+class Report {
+public:
+	Report(const Options &opt, Progress &progress);
+
+	// The environment (tool, library, link, peer, host, settings); its
+	// essentials are printed above the first table.
+	void SetEnvironment(nlohmann::json env);
+	void BeginTest(Test test);
+	void AddRow(const Row &row);
+	// Prints the summary, and the JSON or CSV. Throws if the output file
+	// cannot be written.
+	void Finish();
+	// Finish() after a failure: the rows so far, and @why in the JSON.
+	void Fail(const std::string &why);
+
+private:
+	void Print(const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+	void PrintHeader(Test test);
+	void PrintRow(const Row &row);
+	void PrintHistogram(const Row &row);
+	nlohmann::json Summary() const;
+	static nlohmann::json RowJson(const Row &row);
+	std::string Csv() const;
+
+	const Options &opt_;
+	Progress &progress_;
+	FILE *table_ = nullptr;		// stdout, stderr or none
+	nlohmann::json env_;
+	std::vector<Row> rows_;
+	std::string error_;
+};
+
+} // namespace tb5perf
+
+#endif // TB5_PERF_REPORT_H

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+//
+// run.cc - RUN and DONE messages.
+#include "run.h"
+
+#include <cstring>
+
+#include "errors.h"
+
+namespace tb5perf {
+
+uint64_t BufferBytes(const RunSpec &spec)
+{
+	switch (spec.test) {
+	case Test::kLat:
+	case Test::kJitter:
+		return 2 * spec.size;
+	case Test::kLatLoad:
+		return BulkBase(spec.size) + spec.window * spec.load_size;
+	case Test::kBw:
+	case Test::kBibw:
+	case Test::kStreams:
+		break;
+	}
+	return static_cast<uint64_t>(spec.streams) * spec.window * spec.size;
+}
+
+CtlMsg ToCtl(const RunSpec &spec)
+{
+	CtlMsg msg = MakeCtl(CtlType::kRun);
+
+	msg.test = static_cast<uint32_t>(spec.test);
+	msg.size = spec.size;
+	msg.count = spec.count;
+	msg.window = spec.window;
+	msg.streams = spec.streams;
+	msg.flags = spec.flags;
+	msg.aux = spec.load_size;
+	return msg;
+}
+
+RunSpec FromCtl(const CtlMsg &msg)
+{
+	RunSpec spec;
+	auto test = TestFromWire(msg.test);
+
+	if (!test)
+		throw Error("RUN of unknown test " + std::to_string(msg.test));
+	spec.test = *test;
+	spec.size = msg.size;
+	spec.count = msg.count;
+	spec.window = msg.window;
+	spec.streams = msg.streams;
+	spec.flags = msg.flags;
+	spec.load_size = msg.aux;
+	if (!spec.size || !spec.count || !spec.window || !spec.streams ||
+	    spec.window > 65536 || spec.streams > 1024 ||
+	    spec.count > (1ull << 40) ||
+	    (spec.test == Test::kLatLoad && !spec.load_size))
+		throw Error("RUN out of range");
+	return spec;
+}
+
+void CheckDone(const CtlMsg &done, const std::string &what)
+{
+	if (done.status < 0)
+		throw Error(what + ": the server failed: " + Text(done));
+	if (done.v[kDoneErrors])
+		throw Error(what + ": verification failed on the server (" +
+			    std::to_string(done.v[kDoneErrors]) +
+			    " bad messages): " + Text(done));
+}
+
+} // namespace tb5perf

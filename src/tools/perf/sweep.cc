@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: MIT
+//
+// sweep.cc - tests over sizes, calibrated by time.
+#include "sweep.h"
+
+#include <algorithm>
+
+#include "clock.h"
+#include "errors.h"
+#include "units.h"
+
+namespace tb5perf {
+namespace {
+
+constexpr uint64_t kMaxBwIters = 1ull << 32;
+constexpr uint64_t kMaxLatIters = 10000000;	// samples kept in memory
+constexpr uint32_t kLatWarmup = 32;
+constexpr uint64_t kWarmupBytes = 64ull << 20;
+
+uint32_t StreamsOf(const Options &opt, Test test)
+{
+	return test == Test::kStreams ? opt.streams : 1;
+}
+
+const std::vector<uint64_t> &SizesOf(const Options &opt, Test test)
+{
+	return IsLatencyTest(test) ? opt.lat_sizes : opt.bw_sizes;
+}
+
+} // namespace
+
+uint32_t Slots(const Options &opt, uint64_t size, uint32_t streams,
+	       uint32_t max_ops)
+{
+	const uint64_t per_stream = opt.max_inflight / (size * streams);
+	uint64_t slots = std::min<uint64_t>(opt.window, std::max<uint32_t>(max_ops, 1));
+
+	slots = std::min<uint64_t>(slots, std::max<uint64_t>(per_stream, 1));
+	return static_cast<uint32_t>(std::max<uint64_t>(slots, 1));
+}
+
+uint64_t BufferBytesFor(const Options &opt, uint32_t max_ops)
+{
+	uint64_t bytes = 4096;
+
+	for (Test t : opt.tests) {
+		for (uint64_t size : SizesOf(opt, t)) {
+			RunSpec spec;
+			spec.test = t;
+			spec.size = size;
+			spec.streams = StreamsOf(opt, t);
+			spec.window = t == Test::kLatLoad
+				? Slots(opt, opt.load_size, 1, max_ops)
+				: Slots(opt, size, spec.streams, max_ops);
+			spec.load_size = opt.load_size;
+			bytes = std::max(bytes, BufferBytes(spec));
+		}
+	}
+	return bytes;
+}
+
+Sweep::Sweep(Client &client, const Options &opt, Report &report,
+	     Progress &progress)
+	: client_(client), opt_(opt), report_(report), progress_(progress)
+{
+}
+
+void Sweep::Run()
+{
+	const uint64_t max_msg = client_.link().max_msg;
+
+	for (Test t : opt_.tests) {
+		for (uint64_t size : SizesOf(opt_, t))
+			if (max_msg && size > max_msg)
+				throw UsageError("message size " + FormatSize(size) +
+						 " is more than the link's largest, " +
+						 FormatSize(max_msg));
+		if (t == Test::kLatLoad && max_msg && opt_.load_size > max_msg)
+			throw UsageError("--load-size " + FormatSize(opt_.load_size) +
+					 " is more than the link's largest message, " +
+					 FormatSize(max_msg));
+	}
+	for (Test t : opt_.tests)
+		RunTest(t);
+}
+
+RunSpec Sweep::Spec(Test test, uint64_t size) const
+{
+	RunSpec spec;
+
+	spec.test = test;
+	spec.size = size;
+	spec.streams = StreamsOf(opt_, test);
+	if (test == Test::kLatLoad)
+		spec.window = Slots(opt_, opt_.load_size, 1, client_.max_ops());
+	else if (!IsLatencyTest(test))
+		spec.window = Slots(opt_, size, spec.streams, client_.max_ops());
+	// (lat, jitter: one ping at a time; window stays 1)
+	spec.flags = (opt_.verify ? kRunVerify : 0) | (opt_.wait ? kRunWait : 0);
+	spec.load_size = test == Test::kLatLoad ? opt_.load_size : 0;
+	return spec;
+}
+
+void Sweep::RunTest(Test test)
+{
+	const auto &sizes = SizesOf(opt_, test);
+	const bool own_endpoints = test == Test::kLatLoad;
+
+	report_.BeginTest(test);
+	if (!own_endpoints)
+		client_.Open(StreamsOf(opt_, test));
+	for (size_t i = 0; i < sizes.size(); i++) {
+		RunSpec spec = Spec(test, sizes[i]);
+		progress_.Update(std::string(TestName(test)) + " " +
+					 FormatSize(sizes[i]) + " (" +
+					 std::to_string(i + 1) + "/" +
+					 std::to_string(sizes.size()) + ")",
+				 true);
+		RunResult result = Measure(spec);
+		report_.AddRow(MakeRow(spec, result));
+	}
+	if (!own_endpoints)
+		client_.Close();
+}
+
+RunResult Sweep::Measure(RunSpec &spec)
+{
+	const uint64_t max_n = IsLatencyTest(spec.test) ? kMaxLatIters : kMaxBwIters;
+	auto run = [&](uint64_t n) {
+		spec.count = n;
+		return client_.Run(spec);
+	};
+	uint64_t warm = kLatWarmup;
+
+	if (opt_.warmup >= 0)
+		warm = static_cast<uint64_t>(opt_.warmup);
+	else if (!IsLatencyTest(spec.test))
+		warm = std::clamp<uint64_t>(kWarmupBytes / (spec.size * spec.streams),
+					    2, 2ull * spec.window);
+	if (opt_.iters) {
+		if (warm)
+			run(warm);
+		return run(opt_.iters);
+	}
+	// Warm-up runs grow until one takes a tenth of the time wanted; the
+	// fastest gives the message rate.
+	const double target = opt_.duration_s / 10;
+	uint64_t n = std::max<uint64_t>(warm, 1);
+	RunResult r = run(n);
+	double best = r.seconds / static_cast<double>(n);
+	while (r.seconds < target && n < max_n) {
+		double grow = r.seconds > 0 ? 1.5 * target / r.seconds : 16;
+		grow = std::clamp(grow, 2.0, 16.0);
+		n = std::min<uint64_t>(static_cast<uint64_t>(static_cast<double>(n) * grow),
+				       max_n);
+		r = run(n);
+		best = std::min(best, r.seconds / static_cast<double>(n));
+	}
+	// The measurement: runs of about a quarter of --duration each until
+	// --duration is summed up (a stall costs one run, it does not size
+	// the others), within three times --duration of wall time.
+	const uint64_t chunk = std::clamp<uint64_t>(
+		best > 0 ? static_cast<uint64_t>(opt_.duration_s / 4 / best) : max_n,
+		1, max_n);
+	const uint64_t wall_end = NowNs() + static_cast<uint64_t>(3e9 * opt_.duration_s);
+	RunResult total;
+	uint64_t count = 0;
+	while (total.seconds < opt_.duration_s || count < opt_.min_iters) {
+		n = std::min(std::max(chunk, opt_.min_iters > count
+						     ? opt_.min_iters - count
+						     : 0),
+			     max_n - count);
+		r = run(n);
+		count += n;
+		total.seconds += r.seconds;
+		total.bytes += r.bytes;
+		total.messages += r.messages;
+		total.samples_ns.insert(total.samples_ns.end(), r.samples_ns.begin(),
+					r.samples_ns.end());
+		total.load_bytes += r.load_bytes;
+		total.load_seconds += r.load_seconds;
+		if (count >= max_n || (NowNs() > wall_end && count >= opt_.min_iters))
+			break;
+	}
+	spec.count = count;
+	return total;
+}
+
+Row Sweep::MakeRow(const RunSpec &spec, RunResult &r)
+{
+	Row row;
+
+	row.test = spec.test;
+	row.size = spec.size;
+	row.iters = spec.count;
+	row.window = spec.window;
+	row.streams = spec.streams;
+	row.seconds = r.seconds;
+	row.bytes = r.bytes;
+	row.messages = r.messages;
+	row.verified = opt_.verify;
+	if (r.seconds > 0) {
+		row.gbps = static_cast<double>(r.bytes) / r.seconds / 1e9;
+		row.msgs_per_s = static_cast<double>(r.messages) / r.seconds;
+	}
+	if (IsLatencyTest(spec.test)) {
+		row.lat = Summarize(r.samples_ns);	// sorts the samples
+		if (opt_.histogram)
+			row.histogram = LogHistogram(r.samples_ns);
+	}
+	if (spec.test == Test::kLatLoad) {
+		row.load_size = spec.load_size;
+		if (r.load_seconds > 0)
+			row.load_gbps = static_cast<double>(r.load_bytes) /
+					r.load_seconds / 1e9;
+	}
+	if (opt_.memcpy && !IsLatencyTest(spec.test)) {
+		progress_.Update(std::string(TestName(spec.test)) + " " +
+					 FormatSize(spec.size) + ": memcpy",
+				 true);
+		// As many buffers as the transfer had in flight, or more, so
+		// that the copies cycle through --memcpy-footprint bytes.
+		const uint64_t buffers = std::max<uint64_t>(
+			static_cast<uint64_t>(spec.window) * spec.streams,
+			(opt_.memcpy_footprint + spec.size - 1) / spec.size);
+		row.memcpy_gbps = memcpy_.Measure(
+			spec.size, static_cast<uint32_t>(std::min<uint64_t>(buffers, 1u << 20)),
+			std::clamp(opt_.duration_s / 2, 0.01, 0.5));
+	}
+	return row;
+}
+
+} // namespace tb5perf
