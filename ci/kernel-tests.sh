@@ -9,7 +9,8 @@
 #   3. ci/dkms-build.sh: `dkms build` against each kernel, warning-free
 #      (modules in build-kernel/modules/<kver>/)
 #   4. the VM test programs: `make -C tests/kernel OUT=build-kernel/vm-tests`
-#      (static, kernel-independent: built once), or ci/vm/smoke while
+#      (static, kernel-independent: built once) and static builds of
+#      tb5-selftest and tb5-perf (build-kernel/tools-static), or ci/vm/smoke while
 #      tests/kernel/ has no vm-tests.sh
 #   5. ci/vm/run.sh: each kernel booted under QEMU with its tb5.ko and the
 #      tests (console logs in build-kernel/vm-logs/<kver>.log)
@@ -56,6 +57,27 @@ stage_dkms_tree() {
 	cmake --build "$BUILD" --target dkms-tree
 }
 
+# tb5-selftest and tb5-perf as static programs (the VM has no libc), next
+# to the uAPI test programs: vm-tests-tools.sh runs them on the loop pairs.
+build_static_tools() {
+	local dir=$BUILD/tools-static
+
+	if [[ -f $dir/CMakeCache.txt ]] &&
+		! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$dir/CMakeCache.txt"; then
+		rm -rf "$dir/CMakeCache.txt" "$dir/CMakeFiles"
+	fi
+	cmake -S "$TB5_ROOT" -B "$dir" -G Ninja -DTB5_STATIC_TOOLS=ON \
+		-DBUILD_TESTING=OFF -DTB5_BUILD_BENCHMARKS=OFF >/dev/null
+	# Static glibc warns that getgrnam() and dlopen() need its shared
+	# parts at run time; in the VM they fail cleanly (no group tb5, no
+	# plugin), which the checks report as SKIP.
+	cmake --build "$dir" --target tb5-selftest tb5-perf 2>&1 |
+		grep -v 'statically linked applications requires at runtime' || true
+	[[ -x $dir/src/tools/selftest/tb5-selftest && -x $dir/src/tools/perf/tb5-perf ]] ||
+		tb5_die "the static tools did not build"
+	cp "$dir/src/tools/selftest/tb5-selftest" "$dir/src/tools/perf/tb5-perf" "$TESTS/"
+}
+
 build_vm_tests() {
 	if [[ -n ${TB5_VM_TESTS:-} ]]; then
 		TESTS=$(realpath "$TB5_VM_TESTS")
@@ -63,6 +85,7 @@ build_vm_tests() {
 	elif [[ -f $TB5_ROOT/tests/kernel/Makefile && -f $TB5_ROOT/tests/kernel/vm-tests.sh ]]; then
 		TESTS=$BUILD/vm-tests
 		make -C "$TB5_ROOT/tests/kernel" -j "$TB5_JOBS" OUT="$TESTS"
+		build_static_tools
 	else
 		TESTS=$TB5_ROOT/ci/vm/smoke
 		echo "VM tests: tests/kernel/vm-tests.sh does not exist yet: running the smoke test $TESTS"

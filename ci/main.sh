@@ -3,8 +3,10 @@
 #
 # ci/main.sh - the main job: install the build dependencies, build tb5
 # (Release, in build/), run the transport core's two-node demo, a short run
-# of the core's benchmark, then build tb5.ko with DKMS for Debian 12's kernel
-# and boot it under QEMU for a loop-pair round trip. Works as root or as a
+# of the core's benchmark, tb5-selftest and a short tb5-perf over libtb5's
+# simulator (two processes), then build tb5.ko with DKMS for Debian 12's
+# kernel and boot it under QEMU for a loop-pair round trip, tb5-selftest and
+# a short tb5-perf. Works as root or as a
 # user with sudo (sudo is used to install missing packages and for the VM
 # stage, which needs apt-get, dkms and a chroot).
 #
@@ -24,6 +26,12 @@ tb5_stage "two-node demo (tb5-core-demo)" \
 	"$TB5_ROOT/build/src/demo/tb5-core-demo"
 tb5_stage "core benchmark, short run (tb5-core-bench)" \
 	"$TB5_ROOT/build/tests/bench/tb5-core-bench" "${bench_args[@]}"
-tb5_stage "tb5.ko in a VM: a loop-pair round trip (Debian 12's 6.1)" \
+sim="TB5_SIM=ci-main-$$"
+tb5_stage "tb5-selftest over the simulator" \
+	env "$sim" "$TB5_ROOT/build/src/tools/selftest/tb5-selftest"
+tb5_stage "tb5-perf over the simulator, short sweep (two processes)" \
+	"$TB5_ROOT/build/src/tools/perf/tb5-perf" --sim --test bw,lat \
+	--bw-sizes 4K:64M:16 --lat-sizes 8:4K:8 --duration 0.1 --verify --no-progress
+tb5_stage "tb5.ko in a VM: loop-pair round trip, tb5-selftest, tb5-perf (Debian 12's 6.1)" \
 	env TB5_KERNELS=6.1 TB5_VM_SCRIPT="$TB5_ROOT/ci/vm/demo.sh" \
 	"$TB5_ROOT/ci/kernel-tests.sh"

@@ -44,10 +44,13 @@ KERNEL_CFLAGS=(-std=gnu11 -O2 -ffreestanding -fno-builtin -mgeneral-regs-only
 # functions, and the two functions tb5_os.h says every platform provides.
 KERNEL_ALLOWED_UNDEF='^(tb5_[A-Za-z0-9_]+|memcpy|memset)$'
 
-# Public headers: every header of the core but its internal ones. (The
-# kernel's platform header, dkms/os/tb5_os_linux.h, is Kbuild's to check.)
-mapfile -t PUBLIC_HEADERS < <(find "$CORE" "$TBPROTO" -maxdepth 1 -name '*.h' \
-	! -name '*_internal.h' | sort)
+# Public headers: every header of the core but its internal ones, libtb5's C
+# API and the module's uAPI. (The kernel's platform header,
+# dkms/os/tb5_os_linux.h, is Kbuild's to check.)
+LIBAPI=src/include/tb5
+UAPI=dkms/include/uapi
+mapfile -t PUBLIC_HEADERS < <(find "$CORE" "$TBPROTO" "$LIBAPI" "$UAPI" -maxdepth 1 \
+	-name '*.h' ! -name '*_internal.h' | sort)
 
 kernel_constraints() {
 	local out=build-ci-kernel src obj bad n=0
@@ -87,7 +90,7 @@ headers_alone() {
 			printf '#include "%s"\n#include "%s"\n' \
 				"${hdr##*/}" "${hdr##*/}" |
 				$cc -Wall -Wextra -Werror -I "$CORE" -I "$COREOS" -I "$TBPROTO" \
-					-fsyntax-only - ||
+					-I "$LIBAPI" -I "$UAPI" -fsyntax-only - ||
 				{ echo "$hdr does not compile alone: $cc" >&2; return 1; }
 			n=$((n + 1))
 		done

@@ -235,6 +235,9 @@ rmmod_while() {
 rmmod_while rmmod-while-open tb5k-hold
 rmmod_while rmmod-while-mapped tb5k-hold --mmap-only
 
+# The operator's tools on the loop pairs (vm-tests-tools.sh).
+sh "$here/vm-tests-tools.sh" || fail tools "vm-tests-tools.sh failed (its FAIL line is above)"
+
 # Everything closed: rmmod works, and so does loading again.
 rmmod tb5 2>"$TMP/rmmod.err" ||
 	fail rmmod "rmmod tb5 with nothing open: $(cat "$TMP/rmmod.err")"

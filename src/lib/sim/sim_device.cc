@@ -180,6 +180,9 @@ struct SimEp : tb5_endpoint {
 	struct tb5_ep *core = nullptr;
 	bool listener = false;
 	bool closed = false;			// under cq->mu
+	// A listener reports TB5_WC_INCOMING once, then again only after an
+	// accept (the kernel module's rule: accept until -EAGAIN).
+	std::atomic<bool> incoming_armed{ true };
 	uint64_t local_host = 0;
 
 	std::mutex slot_mu;
@@ -395,6 +398,10 @@ int SimDevice::accept(tb5_endpoint *listener, uint64_t context,
 	if (!l->listener)
 		return fail(-EINVAL, "accept needs a listener");
 	auto e = new_ep(context);
+
+	// Armed before the core looks: a connection arriving meanwhile is
+	// reported (perhaps needlessly), never lost.
+	l->incoming_armed.store(true);
 	int ret = tb5_accept(l->core, e.get(), &e->core);
 
 	link_->flush();
@@ -593,6 +600,8 @@ void deliver_event(void *ep_ctx, enum tb5_event ev, int status)
 		delete e;
 		return;
 	}
+	if (ev == TB5_EV_INCOMING && !e->incoming_armed.exchange(false))
+		return;		// reported already, and not accepted since
 	tb5_wc wc = {};
 
 	wc.user_data = e->context;
