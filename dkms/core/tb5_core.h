@@ -210,6 +210,9 @@ void tb5_link_rx(struct tb5_link *link, uint8_t sof, uint8_t eof,
 		 const void *data, uint32_t len);
 /* The frame queued with @cookie has left the TX ring. */
 void tb5_link_tx_done(struct tb5_link *link, uint64_t cookie);
+/* tb5_link_tx_done() for @n frames, in order, under one lock. */
+void tb5_link_tx_done_many(struct tb5_link *link, const uint64_t *cookies,
+			   uint32_t n);
 /* TX ring space became free without a completion: try to transmit. */
 void tb5_link_kick(struct tb5_link *link);
 

@@ -516,6 +516,19 @@ void tb5_link_tx_done(struct tb5_link *link, uint64_t cookie)
 	tb5_link_unlock(link);
 }
 
+void tb5_link_tx_done_many(struct tb5_link *link, const uint64_t *cookies,
+			   uint32_t n)
+{
+	uint32_t i;
+
+	tb5_os_lock(link->lock);
+	for (i = 0; i < n && link->state != TB5_LINK_DOWN; i++)
+		if (cookies[i])
+			tb5_tx_done_cookie(link, cookies[i]);
+	tb5_pump(link);
+	tb5_link_unlock(link);
+}
+
 void tb5_link_kick(struct tb5_link *link)
 {
 	tb5_os_lock(link->lock);

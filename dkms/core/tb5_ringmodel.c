@@ -181,7 +181,7 @@ static uint32_t move_frames(struct tb5_rm_pair *pair, struct rm_end *from,
 {
 	uint32_t mask = pair->ring_size - 1;
 	struct tb5_link *link;
-	uint32_t moved = 0, i;
+	uint32_t moved = 0;
 
 	tb5_os_lock(pair->lock);
 	link = from->link;
@@ -217,8 +217,8 @@ static uint32_t move_frames(struct tb5_rm_pair *pair, struct rm_end *from,
 	}
 	tb5_os_unlock(pair->lock);
 
-	for (i = 0; link && i < moved; i++)
-		tb5_link_tx_done(link, from->done[i]);
+	if (link && moved)
+		tb5_link_tx_done_many(link, from->done, moved);
 	return moved;
 }
 

@@ -12,7 +12,7 @@
  *     descriptor (end-to-end flow control: a frame never lands in a full RX
  *     ring; it waits on the TX ring, and once the TX ring is full the core is
  *     told -ENOSPC and stalls);
- *  2. reports each moved frame to its sender with tb5_link_tx_done();
+ *  2. reports the moved frames to their sender with tb5_link_tx_done_many();
  *  3. hands received frames to the receiving link with tb5_link_rx() and
  *     re-posts their descriptors.
  *

@@ -382,8 +382,9 @@ uint32_t SimLink::progress(uint32_t budget)
 		done_scratch_.swap(done_);
 	}
 	// The TX completion interrupt.
-	for (uint64_t c : done_scratch_)
-		tb5_link_tx_done(core_, c);
+	if (!done_scratch_.empty())
+		tb5_link_tx_done_many(core_, done_scratch_.data(),
+				      uint32_t(done_scratch_.size()));
 	work += uint32_t(done_scratch_.size());
 	done_scratch_.clear();
 
