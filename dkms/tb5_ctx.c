@@ -92,6 +92,7 @@ static int tb5_release(struct inode *inode, struct file *file)
 static struct tb5_kep *kep_alloc(struct tb5_ctx *ctx, u32 credits)
 {
 	struct tb5_kep *kep;
+	int ret;
 
 	if (!ctx->cq)
 		return ERR_PTR(-EINVAL);	/* create the queue first */
@@ -102,6 +103,21 @@ static struct tb5_kep *kep_alloc(struct tb5_ctx *ctx, u32 credits)
 		kfree(kep);
 		return ERR_PTR(-ENOSPC);
 	}
+	/*
+	 * The handle comes first, before the core sees @kep: the core may
+	 * raise an event as soon as it has the endpoint (the peer's ACCEPT or
+	 * REJECT, handled on another CPU before this ioctl returns), and that
+	 * event must name the endpoint. The slot stays reserved (NULL to
+	 * lookups) until kep_install() puts @kep in it. Cyclic: a closed
+	 * endpoint's late completions name no newer one.
+	 */
+	ret = xa_alloc_cyclic(&ctx->eps, &kep->handle, NULL,
+			      XA_LIMIT(1, INT_MAX), &ctx->next_ep, GFP_KERNEL);
+	if (ret < 0) {
+		tb5_cq_unreserve(ctx->cq, credits);
+		kfree(kep);
+		return ERR_PTR(ret);
+	}
 	kep->ctx = ctx;
 	kep->event_credits = credits;
 	spin_lock_init(&kep->lock);
@@ -111,11 +127,12 @@ static struct tb5_kep *kep_alloc(struct tb5_ctx *ctx, u32 credits)
 /* Undo kep_alloc() for an endpoint the core never saw. */
 static void kep_discard(struct tb5_kep *kep)
 {
+	xa_release(&kep->ctx->eps, kep->handle);
 	tb5_cq_unreserve(kep->ctx->cq, kep->event_credits);
 	kfree(kep);
 }
 
-/* Give @kep a handle; the core endpoint @ep is made already. */
+/* Publish @kep under its handle; the core endpoint @ep is made already. */
 static int kep_install(struct tb5_kep *kep, struct tb5_ep *ep, u32 *handle)
 {
 	struct tb5_ctx *ctx = kep->ctx;
@@ -123,10 +140,10 @@ static int kep_install(struct tb5_kep *kep, struct tb5_ep *ep, u32 *handle)
 
 	kep->ep = ep;
 	atomic_inc(&ctx->live_eps);
-	/* Cyclic: a closed endpoint's late completions name no newer one. */
-	ret = xa_alloc_cyclic(&ctx->eps, &kep->handle, kep, XA_LIMIT(1, INT_MAX),
-			      &ctx->next_ep, GFP_KERNEL);
-	if (ret < 0) {
+	/* The slot is reserved: storing allocates nothing, so cannot fail. */
+	ret = xa_err(xa_store(&ctx->eps, kep->handle, kep, GFP_KERNEL));
+	if (ret) {
+		xa_release(&ctx->eps, kep->handle);
 		/* The core owns @kep now: closing releases and frees it. */
 		kep_close(kep);
 		return ret;
@@ -196,21 +213,21 @@ static int ioc_accept(struct tb5_ctx *ctx, struct tb5_accept *arg)
 	kep = kep_alloc(ctx, TB5_KEP_EVENT_CREDITS);
 	if (IS_ERR(kep))
 		return PTR_ERR(kep);
+	/*
+	 * Re-arm INCOMING before looking at the backlog, if the queue can
+	 * promise an entry for it: a connection that arrives while we look
+	 * is then reported (at worst needlessly), never lost, so "accept
+	 * until -EAGAIN" cannot miss one.
+	 */
+	spin_lock_bh(&l->lock);
+	if (!l->incoming_armed && !l->event_credits &&
+	    !tb5_cq_reserve(ctx->cq, 1))
+		l->event_credits = 1;
+	l->incoming_armed = l->event_credits > 0;
+	spin_unlock_bh(&l->lock);
 	ret = tb5_accept(l->ep, kep, &ep);
 	if (ret) {
 		kep_discard(kep);
-		/*
-		 * The backlog is empty: the next connection may raise
-		 * INCOMING again, if the queue can promise an entry for it.
-		 */
-		if (ret == -EAGAIN) {
-			spin_lock_bh(&l->lock);
-			if (!l->incoming_armed && !l->event_credits &&
-			    !tb5_cq_reserve(ctx->cq, 1))
-				l->event_credits = 1;
-			l->incoming_armed = l->event_credits > 0;
-			spin_unlock_bh(&l->lock);
-		}
 		return ret;
 	}
 	return kep_install(kep, ep, &arg->ep);

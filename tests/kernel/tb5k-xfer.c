@@ -17,7 +17,10 @@
  *           untouched), zero-byte messages, a batch that stops at its bad
  *           operation, invalid posts, the per-endpoint operation limit, close
  *           (-ECANCELED here, -ECONNRESET and PEER_CLOSED there), and a
- *           completion queue too small to promise more (-ENOSPC).
+ *           completion queue too small to promise more (-ENOSPC);
+ *   handles the first event of a new endpoint names it, however soon it
+ *           comes: connects refused at once (nobody listens) and connects
+ *           accepted at once (a thread that keeps accepting), many times.
  * Every completion's status, bytes, tag, endpoint and user_data is checked;
  * every receive buffer is verified byte by byte, and the bytes around it
  * must be untouched.
@@ -26,6 +29,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -763,6 +767,120 @@ static void phase_cq_full(void)
 		  n == TB5_UAPI_EP_OPS_MAX ? "EAGAIN" : "ENOSPC");
 }
 
+/* -- handles: an endpoint's first event names it ----------------------- */
+
+#define HANDLE_ITERS	300
+#define HANDLE_SERVICE	0x4a4d000ull
+
+struct acceptor {
+	struct tb5k_ctx *l;
+	uint32_t listener;
+	volatile int stop;
+	int err;		/* an errno other than EAGAIN */
+};
+
+/* Accept as fast as it can, so the ACCEPT races the connector's ioctl. */
+static void *acceptor_main(void *arg)
+{
+	struct acceptor *a = arg;
+	struct tb5_cqe cqe;
+	uint32_t last = 0;
+
+	while (!a->stop) {
+		struct tb5_accept ac;
+
+		memset(&ac, 0, sizeof(ac));
+		ac.listener = a->listener;
+		if (!ioctl(a->l->fd, TB5_IOC_ACCEPT, &ac)) {
+			/* Its connector is done with it: the next one came. */
+			if (last)
+				tb5k_ep_close(a->l, last);
+			last = ac.ep;
+		} else if (errno != EAGAIN) {
+			a->err = errno;
+		}
+		/* Reap INCOMING and the rest: the queue must not fill up. */
+		while (tb5k_next(a->l, &cqe, 0))
+			;
+	}
+	return NULL;
+}
+
+/* Connect to @service and check the endpoint's first event. */
+static void connect_first_event(const char *name, struct tb5k_ctx *c,
+				uint64_t service, int it, uint16_t want_event,
+				int32_t want_status)
+{
+	struct tb5_connect cn;
+	struct tb5_cqe cqe;
+	int ret;
+
+	memset(&cn, 0, sizeof(cn));
+	cn.service = service;
+	TB5K_CHECK(!ioctl(c->fd, TB5_IOC_CONNECT, &cn), name,
+		   "TB5_IOC_CONNECT %d: %s", it, tb5k_errname(errno));
+	/* Nothing else is open on @c: the next entry is this endpoint's. */
+	TB5K_CHECK(tb5k_next(c, &cqe, WAIT_MS), name,
+		   "connect %d (endpoint %u): no event", it, cn.ep);
+	TB5K_CHECK(cqe.op == TB5_CQE_EVENT && cqe.ep == cn.ep, name,
+		   "connect %d: the first entry is %s, not an event of endpoint "
+		   "%u (an event raised before TB5_IOC_CONNECT returned "
+		   "without the endpoint's handle?)", it, tb5k_cqe_str(&cqe),
+		   cn.ep);
+	TB5K_CHECK(cqe.event == want_event && cqe.status == want_status, name,
+		   "connect %d: %s", it, tb5k_cqe_str(&cqe));
+	ret = tb5k_ep_close(c, cn.ep);
+	TB5K_CHECK(!ret, name, "closing endpoint %u: %s", cn.ep,
+		   tb5k_errname(ret));
+	/* A PEER_CLOSED may follow the CONNECTED: drop it with the endpoint. */
+	while (tb5k_next(c, &cqe, 0))
+		TB5K_CHECK(cqe.ep == cn.ep, name, "connect %d: a stray %s", it,
+			   tb5k_cqe_str(&cqe));
+}
+
+static void phase_handles(void)
+{
+	const char *name = "handles";
+	struct tb5k_ctx l, c;
+	struct acceptor a;
+	struct tb5_listen li;
+	pthread_t th;
+	int i;
+
+	tb5k_open(&l, 0, CQ_ENTRIES);
+	tb5k_open(&c, 1, CQ_ENTRIES);
+
+	/* Refused at once: the REJECT comes back on the loop's worker. */
+	for (i = 0; i < HANDLE_ITERS; i++)
+		connect_first_event(name, &c, HANDLE_SERVICE, i,
+				    TB5_EVENT_ERROR, -ECONNREFUSED);
+	tb5k_pass("%s.refused (%d connects, each ERROR names its endpoint)",
+		  name, HANDLE_ITERS);
+
+	/* Accepted at once: the ACCEPT races the connector's ioctl. */
+	memset(&li, 0, sizeof(li));
+	li.service = HANDLE_SERVICE + 1;
+	li.flags = TB5_LISTEN_WELL_KNOWN;
+	TB5K_CHECK(!ioctl(l.fd, TB5_IOC_LISTEN, &li), name, "TB5_IOC_LISTEN: %s",
+		   tb5k_errname(errno));
+	memset(&a, 0, sizeof(a));
+	a.l = &l;
+	a.listener = li.ep;
+	TB5K_CHECK(!pthread_create(&th, NULL, acceptor_main, &a), name,
+		   "pthread_create failed");
+	for (i = 0; i < HANDLE_ITERS; i++)
+		connect_first_event(name, &c, li.service, i,
+				    TB5_EVENT_CONNECTED, 0);
+	a.stop = 1;
+	pthread_join(th, NULL);
+	TB5K_CHECK(!a.err, name, "TB5_IOC_ACCEPT: %s", tb5k_errname(a.err));
+	tb5k_pass("%s.accepted (%d connects, each CONNECTED names its endpoint)",
+		  name, HANDLE_ITERS);
+
+	tb5k_close(&c);
+	tb5k_close(&l);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t big = 64 * TB5K_MIB, pinned0;
@@ -803,6 +921,7 @@ int main(int argc, char **argv)
 		phase_errors();
 		phase_cq_full();
 	}
+	phase_handles();
 
 	for (i = 0; i < 2 * npairs; i++)
 		tb5k_close(&ctx[i]);

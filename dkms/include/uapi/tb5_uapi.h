@@ -191,8 +191,9 @@ struct tb5_connect {
 
 /*
  * TB5_IOC_ACCEPT: -EAGAIN when no connection waits. A listener raises
- * TB5_EVENT_INCOMING once, then not again until an accept has returned
- * -EAGAIN: on that event, accept until -EAGAIN.
+ * TB5_EVENT_INCOMING once, then not again until the next TB5_IOC_ACCEPT:
+ * on that event, accept until -EAGAIN. (An event may find nothing left to
+ * accept; a connection is never left without one.)
  */
 struct tb5_accept {
 	__u32 listener;		/* in */

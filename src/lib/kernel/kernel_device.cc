@@ -107,6 +107,7 @@ private:
 	{
 		return ::ioctl(fd_.get(), req, arg) ? sys_err() : 0;
 	}
+	// Called with mu_ held, from the ioctl that made the endpoint on.
 	KernelEp *add_ep(uint64_t context, uint32_t handle);
 	bool cq_empty() const;
 
@@ -122,7 +123,12 @@ private:
 	uint32_t head_ = 0;
 	std::mutex poll_mu_;		// one consumer of the ring at a time
 
-	std::mutex mu_;			// the maps below
+	// The maps below. listen(), connect() and accept() hold it from
+	// their ioctl until the new endpoint is in eps_: the module may queue
+	// the endpoint's first event before the ioctl returns, and poll() on
+	// another thread, which maps entries to endpoints under mu_, must not
+	// take it for an event of a closed endpoint and drop it.
+	std::mutex mu_;
 	std::unordered_map<uint32_t, KernelEp *> eps_;
 	std::unordered_map<tb5_mr *, std::unique_ptr<KernelMr>> mrs_;
 	std::unordered_map<uint32_t, std::unique_ptr<KernelEp>> owned_eps_;
@@ -310,7 +316,6 @@ KernelEp *KernelDevice::add_ep(uint64_t context, uint32_t handle)
 {
 	auto e = std::make_unique<KernelEp>(this, context, handle);
 	KernelEp *p = e.get();
-	std::lock_guard lk(mu_);
 
 	eps_[handle] = p;
 	owned_eps_[handle] = std::move(e);
@@ -328,6 +333,7 @@ int KernelDevice::listen(uint64_t service, uint32_t flags, uint64_t context,
 			    "listeners", name_.c_str());
 	li.service = service;
 	li.flags = flags;
+	std::lock_guard lk(mu_);
 	int ret = ioc(TB5_IOC_LISTEN, &li);
 
 	if (ret == -EADDRINUSE)
@@ -386,6 +392,7 @@ int KernelDevice::connect(const tb5_address &addr, uint64_t context,
 	tb5_connect cn = {};
 	cn.service = addr.service;
 	cn.cookie = addr.cookie;
+	std::lock_guard lk(mu_);
 	ret = ioc(TB5_IOC_CONNECT, &cn);
 	if (ret)
 		return fail(ret, "%s: TB5_IOC_CONNECT: %s", name_.c_str(),
@@ -400,6 +407,7 @@ int KernelDevice::accept(tb5_endpoint *listener, uint64_t context,
 	tb5_accept ac = {};
 
 	ac.listener = static_cast<KernelEp *>(listener)->handle;
+	std::lock_guard lk(mu_);
 	int ret = ioc(TB5_IOC_ACCEPT, &ac);
 
 	if (ret == -EAGAIN)
