@@ -267,20 +267,28 @@ void SimLink::check_peer()
 		go_up(s);
 }
 
+uint32_t SimLink::report_moved()
+{
+	uint32_t n;
+	{
+		std::lock_guard lk(txq_mu_);
+		done_scratch_.swap(done_);
+		done_.clear();
+	}
+	n = uint32_t(done_scratch_.size());
+	if (n)
+		tb5_link_tx_done_many(core_, done_scratch_.data(), n);
+	done_scratch_.clear();
+	return n;
+}
+
 void SimLink::go_down()
 {
 	const std::string path = fabric_.cable_path(peer_slot_, peer_session_);
 
 	// Frames already copied are reported; the queued ones are dropped,
 	// as a cable pull drops what is on the rings.
-	{
-		std::lock_guard lk(txq_mu_);
-		done_scratch_.swap(done_);
-		done_.clear();
-	}
-	for (uint64_t c : done_scratch_)
-		tb5_link_tx_done(core_, c);
-	done_scratch_.clear();
+	report_moved();
 	{
 		std::lock_guard lk(txq_mu_);
 		down_ = true;
@@ -329,14 +337,7 @@ void SimLink::reset()
 		return;
 	}
 	// A loop end: drop what waits here and say hello again.
-	{
-		std::lock_guard lk(txq_mu_);
-		done_scratch_.swap(done_);
-		done_.clear();
-	}
-	for (uint64_t c : done_scratch_)
-		tb5_link_tx_done(core_, c);
-	done_scratch_.clear();
+	report_moved();
 	{
 		std::lock_guard lk(txq_mu_);
 		txq_count_ = 0;
@@ -379,14 +380,9 @@ uint32_t SimLink::progress(uint32_t budget)
 			txq_head_ = (txq_head_ + 1) % ring_size_;
 			txq_count_--;
 		}
-		done_scratch_.swap(done_);
 	}
 	// The TX completion interrupt.
-	if (!done_scratch_.empty())
-		tb5_link_tx_done_many(core_, done_scratch_.data(),
-				      uint32_t(done_scratch_.size()));
-	work += uint32_t(done_scratch_.size());
-	done_scratch_.clear();
+	work += report_moved();
 
 	// The RX interrupt: frames to the core, then their descriptors back.
 	if (rx_ring_) {

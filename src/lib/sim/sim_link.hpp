@@ -88,6 +88,9 @@ private:
 		 uint64_t cookie);
 	bool rate_allows(uint16_t len);
 	void attach_rings(uint8_t *base, int end);
+	// Tells the core about the frames copied to the peer so far; returns
+	// how many.
+	uint32_t report_moved();
 	void check_peer();
 	void go_down();
 	void go_up(uint64_t peer_session);
