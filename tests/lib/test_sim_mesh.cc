@@ -230,11 +230,57 @@ TEST_F(SimMesh, APeerThatDiesTakesTheLinkDownAndANewOneBringsItBack)
 	EXPECT_EQ(got->bytes, 100u);
 }
 
+// The ready sim_h links of this process.
+int ready_links()
+{
+	tb5_link_info *l = nullptr;
+	size_t n = 0;
+	int ready = 0;
+
+	if (tb5_list_links(&l, &n))
+		return -1;
+	for (size_t k = 0; k < n; k++)
+		ready += !strncmp(l[k].name, "sim_h", 5) &&
+			 l[k].state == TB5_LINK_STATE_READY;
+	tb5_free_link_list(l);
+	return ready;
+}
+
+TEST_F(SimMesh, ThreeProcessesFormAFullMesh)
+{
+	// A second child: it exits 0 once it sees both other hosts (this
+	// process and the echo server) over its two cables.
+	pid_t third = fork();
+
+	ASSERT_GE(third, 0);
+	if (third == 0) {
+		for (int i = 0; i < 20000; i++) {
+			if (ready_links() == 2)
+				_exit(0);
+			usleep(1000);
+		}
+		_exit(20);
+	}
+	bool both = false;
+
+	for (int i = 0; i < 20000 && !both; i++) {
+		both = ready_links() == 2;
+		if (!both)
+			usleep(1000);
+	}
+	int st = 0;
+
+	waitpid(third, &st, 0);
+	EXPECT_TRUE(both) << "this process never saw both other hosts";
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		<< "the third process never saw both other hosts";
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
 	::testing::InitGoogleTest(&argc, argv);
-	tb5libtest::use_simulator("tb5test-mesh", "hosts=2,loop=0");
+	tb5libtest::use_simulator("tb5test-mesh", "hosts=3,loop=0");
 	return RUN_ALL_TESTS();
 }
