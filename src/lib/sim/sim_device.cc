@@ -48,6 +48,23 @@ constexpr auto kCloseDrain = std::chrono::seconds(2);
 class Host {
 public:
 	int init(const Config &cfg);
+	// Runs every link but @skip: hellos, closes and the frames of other
+	// devices move even while the application polls one device only, as
+	// a kernel runs every cable whichever one is being read.
+	void progress_others(SimLink *skip)
+	{
+		for (auto &l : links)
+			if (l.get() != skip)
+				l->progress(64);
+	}
+	bool any_work()
+	{
+		for (auto &l : links)
+			if (l->has_work())
+				return true;
+		return false;
+	}
+
 	std::vector<std::unique_ptr<SimLink>> links;
 	Fabric fabric;
 	pid_t pid = 0;
@@ -239,8 +256,8 @@ struct SimEp : tb5_endpoint {
 
 class SimDevice final : public tb5_device {
 public:
-	explicit SimDevice(SimLink *link)
-		: link_(link), cq_(std::make_shared<Cq>()),
+	SimDevice(Host *host, SimLink *link)
+		: host_(host), link_(link), cq_(std::make_shared<Cq>()),
 		  live_(std::make_shared<std::atomic<int>>(0))
 	{
 	}
@@ -319,7 +336,12 @@ private:
 		eps_.insert(e);
 	}
 
+	// Busy polls look at the other links every this many calls.
+	static constexpr uint32_t kOthersEvery = 64;
+
+	Host *host_;
 	SimLink *link_;
+	std::atomic<uint32_t> polls_{ 0 };
 	std::shared_ptr<Cq> cq_;
 	std::shared_ptr<std::atomic<int>> live_;
 	std::mutex mu_;
@@ -497,6 +519,8 @@ int SimDevice::poll(tb5_wc *wc, int max)
 	int n = 0;
 
 	link_->progress();
+	if (polls_.fetch_add(1, std::memory_order_relaxed) % kOthersEvery == 0)
+		host_->progress_others(link_);
 	std::lock_guard lk(cq_->mu);
 	while (n < max && !cq_->q.empty()) {
 		wc[n++] = cq_->q.front();
@@ -514,6 +538,7 @@ int SimDevice::wait(int timeout_ms)
 
 	for (;;) {
 		link_->progress();
+		host_->progress_others(link_);
 		{
 			std::lock_guard lk(cq_->mu);
 			if (!cq_->q.empty())
@@ -523,7 +548,7 @@ int SimDevice::wait(int timeout_ms)
 
 		db.sleepers.fetch_add(1, std::memory_order_seq_cst);
 		std::atomic_thread_fence(std::memory_order_seq_cst);
-		bool busy = link_->has_work();
+		bool busy = host_->any_work();
 		{
 			std::lock_guard lk(cq_->mu);
 			busy = busy || !cq_->q.empty();
@@ -648,7 +673,7 @@ int open(const char *name, tb5_device **dev)
 
 		l->describe(info);
 		if (!strcmp(info.name, name)) {
-			*dev = new SimDevice(l.get());
+			*dev = new SimDevice(h, l.get());
 			return 0;
 		}
 	}
