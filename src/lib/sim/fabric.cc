@@ -306,11 +306,18 @@ void Fabric::leave()
 			futex(&hdr_->slots[i].doorbell, FUTEX_WAKE, INT32_MAX,
 			      nullptr);
 		}
-	remove_stale_cables(slot_);
+	// Slots of processes that died (killed, or ended with _exit) are
+	// freed too, so that the last host to leave finds the fabric empty.
 	bool empty = true;
 
-	for (uint32_t i = 0; i < hdr_->hosts; i++)
-		empty = empty && !hdr_->slots[i].session.load();
+	for (uint32_t i = 0; i < hdr_->hosts; i++) {
+		uint64_t si = hdr_->slots[i].session.load();
+
+		if (si && i != slot_ && !peer_alive(i, si))
+			si = 0;
+		empty = empty && !si;
+	}
+	remove_stale_cables(slot_);
 	if (empty)
 		shm_unlink(("/tb5sim." + name_).c_str());
 }
