@@ -18,13 +18,15 @@
  * and SIGKILLs it once the 16 MiB message is moving. The parent then checks
  * that its own endpoint reports PEER_CLOSED (-ECONNRESET) and its receives
  * complete, and that /sys/class/tb5/pinned_pages returns to what the parent
- * alone holds. At the end MemFree (/proc/meminfo) must be back within the
- * tolerance of its value before the first child, and pinned_pages at its
- * baseline once the parent closes too.
+ * alone holds. At the end MemFree (/proc/meminfo, caches dropped) must be
+ * back within the tolerance of its value after the first child (before it,
+ * with one iteration), and pinned_pages at its baseline once the parent
+ * closes too.
  */
 #include "tb5k.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -121,11 +123,29 @@ static int wait_readable(int fd, int timeout_ms)
 	return poll(&pfd, 1, timeout_ms) == 1;
 }
 
+/*
+ * Page cache and reclaimable slab come and go with whatever else the VM
+ * does (tens of MiB either way): drop them before each look at MemFree, so
+ * that what stays is memory that is really held. Root only; harmless if
+ * refused.
+ */
+static void drop_caches(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+
+	if (fd < 0)
+		return;
+	sync();
+	if (write(fd, "3\n", 2) != 2)
+		tb5k_note("could not drop caches: %s", strerror(errno));
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned int iterations = 3, i;
 	uint64_t tolerance = 16 * TB5K_MIB, seed = 0x6b111;
-	uint64_t pinned0, pinned_parent, free0, free1, avail0, t0;
+	uint64_t pinned0, pinned_parent, free0 = 0, free1, avail0 = 0, t0;
 	struct tb5k_ctx p;
 	uint8_t *rbuf;
 	uint32_t h;
@@ -167,10 +187,17 @@ int main(int argc, char **argv)
 		  (unsigned long long)(PARENT_BUF >> 20),
 		  (unsigned long long)pinned0, (unsigned long long)pinned_parent);
 
-	free0 = tb5k_meminfo_kib("MemFree");
-	avail0 = tb5k_meminfo_kib("MemAvailable");
-
 	for (i = 0; i < iterations; i++) {
+		/*
+		 * The baseline comes after the first child: it pays for what
+		 * the kernel allocates once and keeps (worker pools, slab
+		 * pages; about 14 MiB in the test VM), which is no leak.
+		 */
+		if (i == (iterations > 1)) {
+			drop_caches();
+			free0 = tb5k_meminfo_kib("MemFree");
+			avail0 = tb5k_meminfo_kib("MemAvailable");
+		}
 		char name[32], c;
 		struct tb5_listen li;
 		struct tb5_accept ac;
@@ -279,12 +306,13 @@ int main(int argc, char **argv)
 	/* The child's memory came back to the system. */
 	t0 = tb5k_now_ms();
 	do {
+		drop_caches();
 		free1 = tb5k_meminfo_kib("MemFree");
 		if (free1 + tolerance / 1024 >= free0)
 			break;
 		usleep(100000);
 	} while (tb5k_now_ms() - t0 < 10000);
-	tb5k_note("MemFree before the children %llu KiB, after %llu KiB "
+	tb5k_note("MemFree after the first child %llu KiB, after the last %llu KiB "
 		  "(%+lld KiB; MemAvailable before %llu KiB); tolerance %llu KiB",
 		  (unsigned long long)free0, (unsigned long long)free1,
 		  (long long)free1 - (long long)free0,
@@ -294,7 +322,8 @@ int main(int argc, char **argv)
 		   "MemFree dropped from %llu KiB to %llu KiB (more than %llu KiB) "
 		   "over %u killed children", (unsigned long long)free0,
 		   (unsigned long long)free1,
-		   (unsigned long long)(tolerance / 1024), iterations);
+		   (unsigned long long)(tolerance / 1024),
+		   iterations - (iterations > 1));
 	tb5k_pass("meminfo (MemFree %llu KiB before, %llu KiB after)",
 		  (unsigned long long)free0, (unsigned long long)free1);
 
