@@ -269,13 +269,23 @@ void SimLink::check_peer()
 
 uint32_t SimLink::report_moved()
 {
-	uint32_t n;
 	{
 		std::lock_guard lk(txq_mu_);
-		done_scratch_.swap(done_);
-		done_.clear();
+		take_moved();
 	}
-	n = uint32_t(done_scratch_.size());
+	return report_taken();
+}
+
+void SimLink::take_moved()
+{
+	done_scratch_.swap(done_);
+	done_.clear();
+}
+
+uint32_t SimLink::report_taken()
+{
+	uint32_t n = uint32_t(done_scratch_.size());
+
 	if (n)
 		tb5_link_tx_done_many(core_, done_scratch_.data(), n);
 	done_scratch_.clear();
@@ -380,9 +390,10 @@ uint32_t SimLink::progress(uint32_t budget)
 			txq_head_ = (txq_head_ + 1) % ring_size_;
 			txq_count_--;
 		}
+		take_moved();
 	}
 	// The TX completion interrupt.
-	work += report_moved();
+	work += report_taken();
 
 	// The RX interrupt: frames to the core, then their descriptors back.
 	if (rx_ring_) {

@@ -89,8 +89,12 @@ private:
 	bool rate_allows(uint16_t len);
 	void attach_rings(uint8_t *base, int end);
 	// Tells the core about the frames copied to the peer so far; returns
-	// how many.
+	// how many. take_moved() (under txq_mu_) and report_taken() (not
+	// under it) are its two halves, for a caller that holds the lock
+	// already.
 	uint32_t report_moved();
+	void take_moved();
+	uint32_t report_taken();
 	void check_peer();
 	void go_down();
 	void go_up(uint64_t peer_session);
