@@ -77,6 +77,17 @@ int post_checked(tb5_device *dev, const tb5_op *ops, size_t count,
 	return ret;
 }
 
+// tb5_send() and tb5_recv(): a batch of one.
+int post_one(uint32_t kind, tb5_endpoint *ep, tb5_mr *mr, uint64_t offset,
+	     uint64_t len, uint32_t tag, uint64_t user_data)
+{
+	if (!ep)
+		return -EINVAL;
+	tb5_op op = { kind, tag, ep, mr, offset, len, user_data };
+
+	return guarded([&] { return post_checked(ep->dev, &op, 1, nullptr); });
+}
+
 } // namespace
 
 extern "C" {
@@ -249,21 +260,13 @@ int tb5_post(tb5_device *dev, const struct tb5_op *ops, size_t count,
 int tb5_send(tb5_endpoint *ep, tb5_mr *mr, uint64_t offset, uint64_t len,
 	     uint32_t tag, uint64_t user_data)
 {
-	if (!ep)
-		return -EINVAL;
-	tb5_op op = { TB5_POST_SEND, tag, ep, mr, offset, len, user_data };
-
-	return guarded([&] { return post_checked(ep->dev, &op, 1, nullptr); });
+	return post_one(TB5_POST_SEND, ep, mr, offset, len, tag, user_data);
 }
 
 int tb5_recv(tb5_endpoint *ep, tb5_mr *mr, uint64_t offset, uint64_t len,
 	     uint32_t tag, uint64_t user_data)
 {
-	if (!ep)
-		return -EINVAL;
-	tb5_op op = { TB5_POST_RECV, tag, ep, mr, offset, len, user_data };
-
-	return guarded([&] { return post_checked(ep->dev, &op, 1, nullptr); });
+	return post_one(TB5_POST_RECV, ep, mr, offset, len, tag, user_data);
 }
 
 int tb5_poll(tb5_device *dev, struct tb5_wc *wc, int max)
