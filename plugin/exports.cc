@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: MIT
+//
+// exports.cc - the symbols NCCL looks up: ncclNetPlugin_v12 down to
+// ncclNetPlugin_v7. v12 is net.hpp's calls as they are; each older table
+// is a thin shim that converts arguments (int sizes, property layouts, no
+// per-communicator context) and calls the same implementation. These
+// tables are the only symbols the library exports (see exports.map).
+#include <climits>
+#include <cstring>
+
+#include "nccl_net_abi.h"
+#include "net.hpp"
+
+#define TB5_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace tb5net {
+namespace {
+
+// ---- v12 / v11 -------------------------------------------------------------
+
+ncclResult_t InitV11(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11_t *config,
+		     ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
+{
+	(void)comm_id;
+	(void)config;	// no traffic classes on a cable
+	(void)prof;
+	if (!ctx)
+		return ncclInvalidArgument;
+	return Init(ctx, logger);
+}
+
+ncclResult_t ListenV11(void *ctx, int dev, void *handle, void **listen_comm)
+{
+	(void)ctx;
+	return Listen(dev, handle, listen_comm);
+}
+
+ncclResult_t ConnectV11(void *ctx, int dev, void *handle, void **send_comm,
+			ncclNetDeviceHandle_v11_t **dev_comm)
+{
+	(void)ctx;
+	(void)dev_comm;	// no device offload: left as NCCL set it
+	return Connect(dev, handle, send_comm);
+}
+
+ncclResult_t AcceptV7(void *listen_comm, void **recv_comm,
+		      ncclNetDeviceHandle_v7_t **dev_comm)
+{
+	(void)dev_comm;
+	return Accept(listen_comm, recv_comm);
+}
+
+ncclResult_t IsendV10(void *send_comm, void *data, size_t size, int tag,
+		      void *mhandle, void *phandle, void **request)
+{
+	(void)phandle;	// no profiler events
+	return Isend(send_comm, data, size, tag, mhandle, request);
+}
+
+ncclResult_t IrecvV10(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+		      void **mhandles, void **phandles, void **request)
+{
+	(void)phandles;
+	return Irecv(recv_comm, n, data, sizes, tags, mhandles, request);
+}
+
+ncclResult_t MakeVDeviceV12(int *d, ncclNetVDeviceProps_v12_t *props)
+{
+	if (!props || props->ndevs > NCCL_NET_MAX_DEVS_PER_NIC_V12)
+		return ncclInvalidArgument;
+	return MakeVDevice(d, props->ndevs, props->devs);
+}
+
+ncclResult_t MakeVDeviceV9(int *d, ncclNetVDeviceProps_v9_t *props)
+{
+	if (!props || props->ndevs > NCCL_NET_MAX_DEVS_PER_NIC)
+		return ncclInvalidArgument;
+	return MakeVDevice(d, props->ndevs, props->devs);
+}
+
+ncclResult_t SetNetAttrV12(void *ctx, ncclNetAttr_v12_t *attr)
+{
+	return SetNetAttr(ctx, attr);
+}
+
+// Older property layouts: the same values, field by field.
+template <typename P> void CopyCommon(const ncclNetProperties_v12_t &p, P *out)
+{
+	out->name = p.name;
+	out->pciPath = p.pciPath;
+	out->guid = p.guid;
+	out->ptrSupport = p.ptrSupport;
+	out->speed = p.speed;
+	out->port = p.port;
+	out->latency = p.latency;
+	out->maxComms = p.maxComms;
+	out->maxRecvs = p.maxRecvs;
+	out->netDeviceType = p.netDeviceType;
+	out->netDeviceVersion = p.netDeviceVersion;
+}
+
+template <typename P> void CopyV9(const ncclNetProperties_v12_t &p, P *out)
+{
+	CopyCommon(p, out);
+	out->regIsGlobal = p.regIsGlobal;
+	out->forceFlush = p.forceFlush;
+	out->vProps.ndevs = p.vProps.ndevs;
+	for (int i = 0; i < NCCL_NET_MAX_DEVS_PER_NIC; i++)
+		out->vProps.devs[i] = p.vProps.devs[i];
+	out->maxP2pBytes = p.maxP2pBytes;
+	out->maxCollBytes = p.maxCollBytes;
+}
+
+// A device that is a virtual device of more links than an older ABI's
+// vProps can name cannot be described to it.
+ncclResult_t Props(int dev, ncclNetProperties_v12_t *p, int max_vdev)
+{
+	ncclResult_t r = GetProperties(dev, p);
+	if (r == ncclSuccess && p->vProps.ndevs > max_vdev)
+		return ncclInvalidUsage;
+	return r;
+}
+
+ncclResult_t GetPropertiesV11(int dev, ncclNetProperties_v11_t *out)
+{
+	ncclNetProperties_v12_t p;
+	ncclResult_t r = Props(dev, &p, NCCL_NET_MAX_DEVS_PER_NIC);
+	if (r != ncclSuccess)
+		return r;
+	std::memset(out, 0, sizeof(*out));
+	CopyV9(p, out);
+	out->maxMultiRequestSize = p.maxMultiRequestSize;
+	return ncclSuccess;
+}
+
+ncclResult_t GetPropertiesV9(int dev, ncclNetProperties_v9_t *out)
+{
+	ncclNetProperties_v12_t p;
+	ncclResult_t r = Props(dev, &p, NCCL_NET_MAX_DEVS_PER_NIC);
+	if (r != ncclSuccess)
+		return r;
+	std::memset(out, 0, sizeof(*out));
+	CopyV9(p, out);
+	return ncclSuccess;
+}
+
+// v7 and v8 take int sizes: they must not be told of messages they cannot
+// express (NCCL caps its transfers by what the ABI can say).
+ncclResult_t GetPropertiesV8(int dev, ncclNetProperties_v8_t *out)
+{
+	ncclNetProperties_v12_t p;
+	ncclResult_t r = Props(dev, &p, 1);
+	if (r != ncclSuccess)
+		return r;
+	std::memset(out, 0, sizeof(*out));
+	CopyCommon(p, out);
+	out->regIsGlobal = p.regIsGlobal;
+	return ncclSuccess;
+}
+
+ncclResult_t GetPropertiesV7(int dev, ncclNetProperties_v7_t *out)
+{
+	ncclNetProperties_v12_t p;
+	ncclResult_t r = Props(dev, &p, 1);
+	if (r != ncclSuccess)
+		return r;
+	std::memset(out, 0, sizeof(*out));
+	CopyCommon(p, out);
+	return ncclSuccess;
+}
+
+// ---- v10 and older: one process-wide init, no finalize --------------------
+
+ncclResult_t InitV10(ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
+{
+	(void)prof;
+	return Init(nullptr, logger);
+}
+
+ncclResult_t InitV7(ncclDebugLogger_t logger)
+{
+	return Init(nullptr, logger);
+}
+
+ncclResult_t ConnectV10(int dev, ncclNetCommConfig_v10_t *config, void *handle,
+			void **send_comm, ncclNetDeviceHandle_v10_t **dev_comm)
+{
+	(void)config;
+	(void)dev_comm;
+	return Connect(dev, handle, send_comm);
+}
+
+ncclResult_t ConnectV7(int dev, void *handle, void **send_comm,
+		       ncclNetDeviceHandle_v7_t **dev_comm)
+{
+	(void)dev_comm;
+	return Connect(dev, handle, send_comm);
+}
+
+ncclResult_t IsendV9(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+		     void **request)
+{
+	return Isend(send_comm, data, size, tag, mhandle, request);
+}
+
+ncclResult_t IrecvV9(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+		     void **mhandles, void **request)
+{
+	return Irecv(recv_comm, n, data, sizes, tags, mhandles, request);
+}
+
+ncclResult_t RegMrV7(void *comm, void *data, int size, int type, void **mhandle)
+{
+	if (size < 0)
+		return ncclInvalidArgument;
+	return RegMr(comm, data, (size_t)size, type, mhandle);
+}
+
+ncclResult_t IsendV7(void *send_comm, void *data, int size, int tag, void *mhandle,
+		     void **request)
+{
+	if (size < 0)
+		return ncclInvalidArgument;
+	return Isend(send_comm, data, (size_t)size, tag, mhandle, request);
+}
+
+ncclResult_t IrecvV7(void *recv_comm, int n, void **data, int *sizes, int *tags,
+		     void **mhandles, void **request)
+{
+	if (n < 1 || n > kMaxRecvs || !sizes)
+		return ncclInvalidArgument;
+	size_t wide[kMaxRecvs];
+	for (int i = 0; i < n; i++) {
+		if (sizes[i] < 0)
+			return ncclInvalidArgument;
+		wide[i] = (size_t)sizes[i];
+	}
+	return Irecv(recv_comm, n, data, wide, tags, mhandles, request);
+}
+
+} // namespace
+} // namespace tb5net
+
+using namespace tb5net;
+
+TB5_EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = {
+	kName, InitV11, Devices, GetProperties, ListenV11, ConnectV11, AcceptV7,
+	RegMr, RegMrDmaBuf, DeregMr, IsendV10, IrecvV10, Iflush, Test,
+	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
+	MakeVDeviceV12, Finalize, SetNetAttrV12,
+};
+
+TB5_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
+	kName, InitV11, Devices, GetPropertiesV11, ListenV11, ConnectV11, AcceptV7,
+	RegMr, RegMrDmaBuf, DeregMr, IsendV10, IrecvV10, Iflush, Test,
+	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
+	MakeVDeviceV9, Finalize, SetNetAttrV12,
+};
+
+TB5_EXPORT const ncclNet_v10_t ncclNetPlugin_v10 = {
+	kName, InitV10, Devices, GetPropertiesV9, Listen, ConnectV10, AcceptV7,
+	RegMr, RegMrDmaBuf, DeregMr, IsendV10, IrecvV10, Iflush, Test,
+	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
+	MakeVDeviceV9,
+};
+
+TB5_EXPORT const ncclNet_v9_t ncclNetPlugin_v9 = {
+	kName, InitV7, Devices, GetPropertiesV9, Listen, ConnectV7, AcceptV7,
+	RegMr, RegMrDmaBuf, DeregMr, IsendV9, IrecvV9, Iflush, Test,
+	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
+	MakeVDeviceV9,
+};
+
+TB5_EXPORT const ncclNet_v8_t ncclNetPlugin_v8 = {
+	kName, InitV7, Devices, GetPropertiesV8, Listen, ConnectV7, AcceptV7,
+	RegMr, RegMrDmaBuf, DeregMr, IsendV7, IrecvV7, Iflush, Test,
+	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
+};
+
+TB5_EXPORT const ncclNet_v7_t ncclNetPlugin_v7 = {
+	kName, InitV7, Devices, GetPropertiesV7, Listen, ConnectV7, AcceptV7,
+	RegMrV7, RegMrDmaBuf, DeregMr, IsendV7, IrecvV7, Iflush, Test,
+	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
+};

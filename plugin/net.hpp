@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+//
+// net.hpp - the plugin's one implementation, shaped like the newest NCCL
+// net ABI (v12). exports.cc builds every exported version's table from
+// these calls; nothing else in the plugin is visible outside it.
+#ifndef TB5_PLUGIN_NET_HPP
+#define TB5_PLUGIN_NET_HPP
+
+#include <cstddef>
+#include <cstdint>
+
+#include "nccl_net_abi.h"
+
+namespace tb5net {
+
+inline constexpr const char *kName = "TB5";
+// Receives grouped in one irecv(). Each is a tb5 receive of its own on the
+// comm's endpoint, so 8 x NCCL's 8 steps in flight fit the endpoint's 64.
+inline constexpr int kMaxRecvs = 8;
+// The largest virtual device (NCCL's v12 limit; v9..v11 allow 4).
+inline constexpr int kMaxVDevLinks = NCCL_NET_MAX_DEVS_PER_NIC_V12;
+
+// init()/finalize() pairs: v11+ call them per communicator; older versions
+// call init() once and never finalize (pass ctx == nullptr).
+ncclResult_t Init(void **ctx, ncclDebugLogger_t logger);
+ncclResult_t Finalize(void *ctx);
+ncclResult_t Devices(int *ndev);
+ncclResult_t GetProperties(int dev, ncclNetProperties_v12_t *props);
+ncclResult_t Listen(int dev, void *handle, void **listen_comm);
+ncclResult_t Connect(int dev, void *handle, void **send_comm);
+ncclResult_t Accept(void *listen_comm, void **recv_comm);
+ncclResult_t RegMr(void *comm, void *data, size_t size, int type, void **mhandle);
+ncclResult_t RegMrDmaBuf(void *comm, void *data, size_t size, int type,
+			 uint64_t offset, int fd, void **mhandle);
+ncclResult_t DeregMr(void *comm, void *mhandle);
+ncclResult_t Isend(void *send_comm, void *data, size_t size, int tag,
+		   void *mhandle, void **request);
+ncclResult_t Irecv(void *recv_comm, int n, void **data, const size_t *sizes,
+		   const int *tags, void **mhandles, void **request);
+ncclResult_t Iflush(void *recv_comm, int n, void **data, int *sizes,
+		    void **mhandles, void **request);
+ncclResult_t Test(void *request, int *done, int *sizes);
+ncclResult_t CloseSend(void *send_comm);
+ncclResult_t CloseRecv(void *recv_comm);
+ncclResult_t CloseListen(void *listen_comm);
+ncclResult_t GetDeviceMr(void *comm, void *mhandle, void **dptr_mhandle);
+ncclResult_t IrecvConsumed(void *recv_comm, int n, void *request);
+// A virtual device over @ndevs links; *d is its device index.
+ncclResult_t MakeVDevice(int *d, int ndevs, const int *devs);
+ncclResult_t SetNetAttr(void *ctx, const ncclNetAttr_v12_t *attr);
+
+} // namespace tb5net
+
+#endif // TB5_PLUGIN_NET_HPP

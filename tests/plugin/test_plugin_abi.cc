@@ -1,0 +1,748 @@
+// SPDX-License-Identifier: MIT
+//
+// test_plugin_abi.cc - the NCCL plugin's ABI harness: dlopen the built
+// libnccl-net-tb5.so and drive every exported version (v7 .. v12) the way
+// NCCL's proxy thread does: connect/accept called until they hand back a
+// comm, isend/irecv retried while they return a NULL request, test() polled
+// until done. Two ranks talk over the simulator (both in one process, each
+// on a thread of its own, and in two processes) or, with
+// TB5_PLUGIN_TEST_BACKEND=kernel, over the tb5 module's loop pairs (the VM).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "live_counters.hpp"
+#include "nccl_net_abi.h"
+#include "plugin_api.hpp"
+
+using namespace tb5plugintest;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kTimeoutS = 30;
+
+bool KernelBackend()
+{
+	const char *b = std::getenv("TB5_PLUGIN_TEST_BACKEND");
+	return b && std::string(b) == "kernel";
+}
+
+// A fabric of this test's own (TB5_SIM), unless the kernel backend is asked for.
+void UseFabric(const std::string &opts)
+{
+	if (KernelBackend())
+		return;
+	const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
+	std::string name = "plg" + std::to_string(getpid()) + "-" +
+			   (info ? std::string(info->name()) : std::string("x"));
+	std::replace_if(name.begin(), name.end(),
+			[](char c) { return !isalnum((unsigned char)c) && c != '-'; }, '-');
+	name.resize(std::min<size_t>(name.size(), 60));
+	setenv("TB5_SIM", (name + ":" + opts).c_str(), 1);
+}
+
+// Live-counter files go to a directory of the test's own.
+std::string UseLiveDir()
+{
+	char tmpl[] = "/tmp/tb5-plugin-live-XXXXXX";
+	const char *dir = mkdtemp(tmpl);
+	if (!dir)
+		return {};
+	setenv("TB5_LIVE_DIR", dir, 1);
+	return dir;
+}
+
+void Fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		p[i] = (uint8_t)x;
+	}
+}
+
+// Index of the first byte off the pattern, or -1.
+long long Check(const uint8_t *p, size_t n, uint32_t seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		if (p[i] != (uint8_t)x)
+			return (long long)i;
+	}
+	return -1;
+}
+
+// Host memory as NCCL has it: page-aligned, registered once.
+struct Buffer {
+	uint8_t *p = nullptr;
+	size_t len = 0;
+	explicit Buffer(size_t n) : len(n)
+	{
+		p = static_cast<uint8_t *>(mmap(nullptr, n, PROT_READ | PROT_WRITE,
+						MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+		if (p == MAP_FAILED)
+			p = nullptr;
+	}
+	~Buffer()
+	{
+		if (p)
+			munmap(p, len);
+	}
+};
+
+// One rank's side of a connection pair.
+struct Rank {
+	Api *api = nullptr;
+	void *ctx = nullptr;
+	void *lc = nullptr;
+	void *sc = nullptr;
+	void *rc = nullptr;
+};
+
+bool Expired(Clock::time_point t0) { return Clock::now() - t0 > std::chrono::duration<double>(kTimeoutS); }
+
+// connect() and accept() until both hand back comms, as NCCL's proxy does.
+::testing::AssertionResult Establish(Rank &sender, int send_dev, void *handle, Rank &receiver)
+{
+	auto t0 = Clock::now();
+	while (!sender.sc || !receiver.rc) {
+		if (!sender.sc) {
+			ncclResult_t r = sender.api->Connect(sender.ctx, send_dev, handle, &sender.sc);
+			if (r != ncclSuccess)
+				return ::testing::AssertionFailure() << "connect: " << r;
+		}
+		if (!receiver.rc) {
+			ncclResult_t r = receiver.api->Accept(receiver.lc, &receiver.rc);
+			if (r != ncclSuccess)
+				return ::testing::AssertionFailure() << "accept: " << r;
+		}
+		if (Expired(t0))
+			return ::testing::AssertionFailure() << "no connection in " << kTimeoutS << " s";
+	}
+	return ::testing::AssertionSuccess();
+}
+
+// isend/irecv until the plugin takes it.
+void *Post(const std::function<ncclResult_t(void **)> &post)
+{
+	void *req = nullptr;
+	auto t0 = Clock::now();
+	while (!req) {
+		ncclResult_t r = post(&req);
+		EXPECT_EQ(r, ncclSuccess);
+		if (r != ncclSuccess || Expired(t0))
+			return nullptr;
+	}
+	return req;
+}
+
+// test() until done; the result of the final call.
+ncclResult_t Wait(Api *api, void *req, int *sizes, const std::function<void()> &also = {})
+{
+	int done = 0;
+	auto t0 = Clock::now();
+	for (;;) {
+		ncclResult_t r = api->Test(req, &done, sizes);
+		if (r != ncclSuccess || done)
+			return r;
+		if (also)
+			also();
+		if (Expired(t0)) {
+			ADD_FAILURE() << "request not done in " << kTimeoutS << " s";
+			return ncclInternalError;
+		}
+	}
+}
+
+class PluginVersion : public ::testing::TestWithParam<int> {
+protected:
+	std::unique_ptr<Library> lib;
+	std::unique_ptr<Api> api;
+	void *ctx = nullptr;
+	int ndev = 0;
+	std::string live_dir;
+
+	void Load()
+	{
+		std::string why;
+		lib = Library::Open(PluginPath(), &why);
+		ASSERT_TRUE(lib) << PluginPath() << ": " << why;
+		api = lib->Get(GetParam());
+		ASSERT_TRUE(api) << "ncclNetPlugin_v" << GetParam() << " missing";
+		ASSERT_EQ(api->Init(&ctx), ncclSuccess);
+		ASSERT_EQ(api->Devices(&ndev), ncclSuccess);
+	}
+
+	void Unload()
+	{
+		if (api) {
+			EXPECT_EQ(api->Finalize(ctx), ncclSuccess);
+		}
+		api.reset();
+		lib.reset();
+	}
+
+	void SetUp() override
+	{
+		UseFabric("hosts=1,loop=1");
+		live_dir = UseLiveDir();
+		ClearLog();
+		Load();
+		ASSERT_GE(ndev, 2) << "expected the two ends of a loop pair";
+	}
+
+	void TearDown() override
+	{
+		Unload();
+		if (!live_dir.empty())
+			(void)!system(("rm -rf '" + live_dir + "'").c_str());
+	}
+
+	// Rank 0 listens on device 0; rank 1 connects through device 1 (any
+	// device would do: the plugin takes the link that reaches the host).
+	void Pair(Rank &a, Rank &b)
+	{
+		a.api = b.api = api.get();
+		a.ctx = b.ctx = ctx;
+		char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+		ASSERT_EQ(api->Listen(ctx, 0, handle, &a.lc), ncclSuccess);
+		ASSERT_TRUE(a.lc);
+		// Nothing has connected: accept hands back no comm, at once.
+		ASSERT_EQ(api->Accept(a.lc, &a.rc), ncclSuccess);
+		ASSERT_EQ(a.rc, nullptr);
+		ASSERT_TRUE(Establish(b, 1, handle, a));
+	}
+
+	void ClosePair(Rank &a, Rank &b)
+	{
+		if (b.sc) {
+			EXPECT_EQ(api->CloseSend(b.sc), ncclSuccess);
+		}
+		if (a.rc) {
+			EXPECT_EQ(api->CloseRecv(a.rc), ncclSuccess);
+		}
+		if (a.lc) {
+			EXPECT_EQ(api->CloseListen(a.lc), ncclSuccess);
+		}
+		a = b = Rank{};
+	}
+
+	// One message of each size from b to a, every byte checked, and the
+	// bytes after it in the receive buffer left alone.
+	void Transfer(Rank &a, Rank &b, const std::vector<size_t> &sizes)
+	{
+		size_t max = *std::max_element(sizes.begin(), sizes.end());
+		Buffer sbuf(max + 4096), rbuf(max + 4096);
+		ASSERT_TRUE(sbuf.p && rbuf.p);
+		void *smh = nullptr, *rmh = nullptr;
+		ASSERT_EQ(api->RegMr(b.sc, sbuf.p, sbuf.len, &smh), ncclSuccess);
+		ASSERT_EQ(api->RegMr(a.rc, rbuf.p, rbuf.len, &rmh), ncclSuccess);
+		uint32_t seed = 1;
+		for (size_t n : sizes) {
+			SCOPED_TRACE("size " + std::to_string(n));
+			Fill(sbuf.p, n, seed);
+			std::memset(rbuf.p, 0xa5, n + 4096);
+			size_t rsize = n;
+			int tag = (int)seed;
+			void *rreq = Post([&](void **req) {
+				void *d = rbuf.p;
+				return api->Irecv(a.rc, 1, &d, &rsize, &tag, &rmh, req);
+			});
+			void *sreq = Post([&](void **req) {
+				return api->Isend(b.sc, sbuf.p, n, tag, smh, req);
+			});
+			ASSERT_TRUE(rreq && sreq);
+			int ssize = -1, rsz = -1;
+			ASSERT_EQ(Wait(api.get(), sreq, &ssize), ncclSuccess);
+			ASSERT_EQ(Wait(api.get(), rreq, &rsz), ncclSuccess);
+			EXPECT_EQ((size_t)rsz, n);
+			EXPECT_EQ(Check(rbuf.p, n, seed), -1);
+			for (size_t i = n; i < n + 4096; i++)
+				ASSERT_EQ(rbuf.p[i], 0xa5) << "byte " << i << " past the message written";
+			seed++;
+		}
+		EXPECT_EQ(api->DeregMr(b.sc, smh), ncclSuccess);
+		EXPECT_EQ(api->DeregMr(a.rc, rmh), ncclSuccess);
+	}
+};
+
+std::string VersionName(const ::testing::TestParamInfo<int> &info)
+{
+	return "v" + std::to_string(info.param);
+}
+
+} // namespace
+
+TEST(PluginExports, EveryVersionAndNothingElse)
+{
+	std::string why;
+	auto lib = Library::Open(PluginPath(), &why);
+	ASSERT_TRUE(lib) << why;
+	for (int v = 7; v <= 12; v++) {
+		auto api = lib->Get(v);
+		ASSERT_TRUE(api) << "ncclNetPlugin_v" << v;
+		EXPECT_EQ(api->Name(), "TB5");
+	}
+	// Older and unknown versions are not exported.
+	EXPECT_FALSE(lib->Get(6));
+	EXPECT_EQ(dlsym(lib->handle(), "ncclNetPlugin_v13"), nullptr);
+	// The implementation stays hidden (tb5net::Test(void*, int*, int*)).
+	EXPECT_EQ(dlsym(lib->handle(), "_ZN6tb5net4TestEPvPiS1_"), nullptr);
+}
+
+TEST_P(PluginVersion, PropertiesDescribeEachLink)
+{
+	std::vector<std::string> names;
+	for (int d = 0; d < ndev; d++) {
+		Props p;
+		ASSERT_EQ(api->GetProps(d, &p), ncclSuccess);
+		EXPECT_FALSE(p.name.empty());
+		EXPECT_EQ(std::count(names.begin(), names.end(), p.name), 0) << p.name;
+		names.push_back(p.name);
+		EXPECT_TRUE(p.ptr_support & NCCL_PTR_HOST);
+		EXPECT_FALSE(p.ptr_support & NCCL_PTR_CUDA);
+		EXPECT_GT(p.speed, 0);
+		EXPECT_GT(p.max_comms, 0);
+		EXPECT_GE(p.max_recvs, 1);
+		if (GetParam() >= 9) {
+			EXPECT_EQ(p.vdevs, 1);
+			EXPECT_GT(p.max_p2p, 0u);
+		}
+	}
+	Props p;
+	EXPECT_NE(api->GetProps(ndev, &p), ncclSuccess);
+	EXPECT_NE(api->GetProps(-1, &p), ncclSuccess);
+	bool prefixed = false;
+	for (auto &l : LogLines())
+		prefixed |= l.rfind("NET/TB5 : ", 0) == 0;
+	EXPECT_TRUE(prefixed) << "the plugin logs through NCCL's logger with NET/TB5";
+}
+
+TEST_P(PluginVersion, SizesFromZeroTo256MiBEveryByteChecked)
+{
+	Rank a, b;
+	Pair(a, b);
+	Transfer(a, b, {0, 1, 7, 4095, 4096, 4097, 65539, (1u << 20) + 1, 16u << 20,
+			256u << 20});
+	ClosePair(a, b);
+}
+
+TEST_P(PluginVersion, ThirtyTwoRequestsInFlight)
+{
+	Rank a, b;
+	Pair(a, b);
+	constexpr size_t kMsg = 64 << 10;
+	constexpr int kN = NCCL_NET_MAX_REQUESTS;
+	Buffer sbuf(kMsg * (kN + 1)), rbuf(kMsg * kN);
+	void *smh, *rmh;
+	ASSERT_EQ(api->RegMr(b.sc, sbuf.p, sbuf.len, &smh), ncclSuccess);
+	ASSERT_EQ(api->RegMr(a.rc, rbuf.p, rbuf.len, &rmh), ncclSuccess);
+	std::vector<void *> rreq(kN), sreq(kN);
+	for (int i = 0; i < kN; i++) {
+		Fill(sbuf.p + i * kMsg, kMsg, 100 + i);
+		size_t sz = kMsg;
+		int tag = i;	// distinct tags, as NCCL's steps have
+		void *d = rbuf.p + i * kMsg;
+		ASSERT_EQ(api->Irecv(a.rc, 1, &d, &sz, &tag, &rmh, &rreq[i]), ncclSuccess);
+		ASSERT_TRUE(rreq[i]) << "receive " << i << " of " << kN << " refused";
+		ASSERT_EQ(api->Isend(b.sc, sbuf.p + i * kMsg, kMsg, i, smh, &sreq[i]), ncclSuccess);
+		ASSERT_TRUE(sreq[i]) << "send " << i << " of " << kN << " refused";
+	}
+	// A 33rd is refused with a NULL request and no side effect.
+	void *extra = reinterpret_cast<void *>(1);
+	ASSERT_EQ(api->Isend(b.sc, sbuf.p + kN * kMsg, kMsg, kN, smh, &extra), ncclSuccess);
+	EXPECT_EQ(extra, nullptr);
+	for (int i = 0; i < kN; i++) {
+		int n = -1;
+		ASSERT_EQ(Wait(api.get(), sreq[i], &n), ncclSuccess);
+		ASSERT_EQ(Wait(api.get(), rreq[i], &n), ncclSuccess);
+		EXPECT_EQ(n, (int)kMsg);
+		EXPECT_EQ(Check(rbuf.p + i * kMsg, kMsg, 100 + i), -1) << "message " << i;
+	}
+	EXPECT_EQ(api->DeregMr(b.sc, smh), ncclSuccess);
+	EXPECT_EQ(api->DeregMr(a.rc, rmh), ncclSuccess);
+	ClosePair(a, b);
+}
+
+TEST_P(PluginVersion, GroupedReceivesReportEachSize)
+{
+	Rank a, b;
+	Pair(a, b);
+	Props p;
+	ASSERT_EQ(api->GetProps(0, &p), ncclSuccess);
+	const int n = std::min(p.max_recvs, 8);
+	constexpr size_t kSlot = 1 << 20;
+	Buffer sbuf(kSlot * n), rbuf(kSlot * n);
+	void *smh, *rmh;
+	ASSERT_EQ(api->RegMr(b.sc, sbuf.p, sbuf.len, &smh), ncclSuccess);
+	ASSERT_EQ(api->RegMr(a.rc, rbuf.p, rbuf.len, &rmh), ncclSuccess);
+	std::vector<void *> data(n), mhs(n, rmh);
+	std::vector<size_t> sizes(n, kSlot);
+	std::vector<int> tags(n);
+	for (int i = 0; i < n; i++) {
+		data[i] = rbuf.p + i * kSlot;
+		tags[i] = 1000 + i;
+	}
+	void *rreq = Post([&](void **req) {
+		return api->Irecv(a.rc, n, data.data(), sizes.data(), tags.data(), mhs.data(), req);
+	});
+	std::vector<void *> sreq(n);
+	for (int i = 0; i < n; i++) {
+		size_t len = 1000 * (i + 1) + i;	// each its own size
+		Fill(sbuf.p + i * kSlot, len, 7 + i);
+		// Sent in reverse order: tags, not order, pair them.
+		int j = n - 1 - i;
+		size_t lj = 1000 * (j + 1) + j;
+		Fill(sbuf.p + j * kSlot, lj, 7 + j);
+		sreq[j] = Post([&](void **req) {
+			return api->Isend(b.sc, sbuf.p + j * kSlot, lj, 1000 + j, smh, req);
+		});
+		(void)len;
+	}
+	for (int i = 0; i < n; i++)
+		ASSERT_EQ(Wait(api.get(), sreq[i], nullptr), ncclSuccess);
+	std::vector<int> got(n, -1);
+	ASSERT_EQ(Wait(api.get(), rreq, got.data()), ncclSuccess);
+	for (int i = 0; i < n; i++) {
+		size_t len = 1000 * (i + 1) + i;
+		EXPECT_EQ(got[i], (int)len) << "receive " << i;
+		EXPECT_EQ(Check(rbuf.p + i * kSlot, len, 7 + i), -1) << "receive " << i;
+	}
+	EXPECT_EQ(api->DeregMr(b.sc, smh), ncclSuccess);
+	EXPECT_EQ(api->DeregMr(a.rc, rmh), ncclSuccess);
+	ClosePair(a, b);
+}
+
+TEST_P(PluginVersion, TruncationIsAnErrorOnBothSides)
+{
+	Rank a, b;
+	Pair(a, b);
+	Buffer sbuf(8192), rbuf(8192);
+	void *smh, *rmh;
+	ASSERT_EQ(api->RegMr(b.sc, sbuf.p, sbuf.len, &smh), ncclSuccess);
+	ASSERT_EQ(api->RegMr(a.rc, rbuf.p, rbuf.len, &rmh), ncclSuccess);
+	std::memset(rbuf.p, 0x5a, rbuf.len);
+	Fill(sbuf.p, 5000, 3);
+	size_t rsize = 100;
+	int tag = 9;
+	void *d = rbuf.p;
+	void *rreq = Post([&](void **req) { return api->Irecv(a.rc, 1, &d, &rsize, &tag, &rmh, req); });
+	void *sreq = Post([&](void **req) { return api->Isend(b.sc, sbuf.p, 5000, 9, smh, req); });
+	EXPECT_NE(Wait(api.get(), sreq, nullptr), ncclSuccess);
+	EXPECT_NE(Wait(api.get(), rreq, nullptr), ncclSuccess);
+	// Nothing was written into the too-small buffer, nor past it.
+	for (size_t i = 0; i < rbuf.len; i++)
+		ASSERT_EQ(rbuf.p[i], 0x5a) << "byte " << i;
+	EXPECT_EQ(api->DeregMr(b.sc, smh), ncclSuccess);
+	EXPECT_EQ(api->DeregMr(a.rc, rmh), ncclSuccess);
+	ClosePair(a, b);
+}
+
+TEST_P(PluginVersion, CloseWithRequestsInFlight)
+{
+	Rank a, b;
+	Pair(a, b);
+	constexpr size_t kMsg = 16 << 20;
+	Buffer sbuf(kMsg), rbuf(kMsg);
+	void *smh, *rmh;
+	ASSERT_EQ(api->RegMr(b.sc, sbuf.p, sbuf.len, &smh), ncclSuccess);
+	ASSERT_EQ(api->RegMr(a.rc, rbuf.p, rbuf.len, &rmh), ncclSuccess);
+	for (int i = 0; i < 4; i++) {
+		size_t sz = kMsg / 4;
+		int tag = i;
+		void *d = rbuf.p + i * sz;
+		void *req = Post([&](void **r) { return api->Irecv(a.rc, 1, &d, &sz, &tag, &rmh, r); });
+		ASSERT_TRUE(req);
+		req = Post([&](void **r) { return api->Isend(b.sc, sbuf.p + i * sz, sz, i, smh, r); });
+		ASSERT_TRUE(req);
+	}
+	// NCCL's teardown order: deregister, then close; nothing waited for.
+	EXPECT_EQ(api->DeregMr(b.sc, smh), ncclSuccess);
+	EXPECT_EQ(api->DeregMr(a.rc, rmh), ncclSuccess);
+	ClosePair(a, b);
+	// The links still work for a new pair.
+	Rank c, e;
+	Pair(c, e);
+	Transfer(c, e, {12345});
+	ClosePair(c, e);
+}
+
+TEST_P(PluginVersion, PeerClosedFirst)
+{
+	Rank a, b;
+	Pair(a, b);
+	Buffer sbuf(1 << 20);
+	void *smh;
+	ASSERT_EQ(api->RegMr(b.sc, sbuf.p, sbuf.len, &smh), ncclSuccess);
+	// The receiver goes away with nothing posted; the sender's request
+	// either fails or never starts, and closing it is fine.
+	ASSERT_EQ(api->CloseRecv(a.rc), ncclSuccess);
+	a.rc = nullptr;
+	void *sreq = nullptr;
+	ASSERT_EQ(api->Isend(b.sc, sbuf.p, 1 << 20, 1, smh, &sreq), ncclSuccess);
+	if (sreq) {
+		int done = 0;
+		for (int i = 0; i < 1000 && !done; i++)
+			if (api->Test(sreq, &done, nullptr) != ncclSuccess)
+				break;
+	}
+	EXPECT_EQ(api->DeregMr(b.sc, smh), ncclSuccess);
+	ClosePair(a, b);
+}
+
+TEST_P(PluginVersion, ConnectWithoutACableNamesIt)
+{
+	setenv("TB5_NCCL_CONNECT_TIMEOUT_MS", "0", 1);
+	char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+	void *lc = nullptr;
+	ASSERT_EQ(api->Listen(ctx, 0, handle, &lc), ncclSuccess);
+	// The same listener's handle, but for a host nobody is cabled to.
+	uint64_t nowhere = 0x7e57de4d0000beefull;
+	std::memcpy(handle + 8, &nowhere, sizeof(nowhere));
+	void *sc = nullptr;
+	ncclResult_t r = ncclSuccess;
+	auto t0 = Clock::now();
+	while (r == ncclSuccess && !sc && !Expired(t0))
+		r = api->Connect(ctx, 0, handle, &sc);
+	EXPECT_NE(r, ncclSuccess);
+	EXPECT_EQ(sc, nullptr);
+	bool named = false;
+	for (auto &l : LogLines())
+		named |= l.find("no cable reaches host 0x7e57de4d0000beef") != std::string::npos;
+	EXPECT_TRUE(named) << "the error names the host no cable reaches";
+	EXPECT_EQ(api->CloseListen(lc), ncclSuccess);
+	unsetenv("TB5_NCCL_CONNECT_TIMEOUT_MS");
+}
+
+TEST_P(PluginVersion, ForeignHandleRefused)
+{
+	char handle[NCCL_NET_HANDLE_MAXSIZE];
+	std::memset(handle, 0x42, sizeof(handle));	// stage too: never trusted
+	void *sc = nullptr;
+	EXPECT_EQ(api->Connect(ctx, 0, handle, &sc), ncclInvalidArgument);
+	EXPECT_EQ(sc, nullptr);
+}
+
+TEST_P(PluginVersion, TwoRanksOnThreadsOfOneProcess)
+{
+	// As NCCL with two GPUs in one process: one proxy thread per rank,
+	// each rank sending to and receiving from the other at once.
+	Rank r0, r1;
+	r0.api = r1.api = api.get();
+	r0.ctx = r1.ctx = ctx;
+	char h0[NCCL_NET_HANDLE_MAXSIZE] = {}, h1[NCCL_NET_HANDLE_MAXSIZE] = {};
+	ASSERT_EQ(api->Listen(ctx, 0, h0, &r0.lc), ncclSuccess);
+	ASSERT_EQ(api->Listen(ctx, 1, h1, &r1.lc), ncclSuccess);
+	constexpr size_t kMsg = 8 << 20;
+	auto run = [&](Rank &me, int my_dev, char *peer_handle, uint32_t seed_out,
+		       uint32_t seed_in, bool *ok) {
+		auto t0 = Clock::now();
+		while (!me.sc || !me.rc) {
+			if (!me.sc && api->Connect(ctx, my_dev, peer_handle, &me.sc) != ncclSuccess)
+				return;
+			if (!me.rc && api->Accept(me.lc, &me.rc) != ncclSuccess)
+				return;
+			if (Expired(t0))
+				return;
+		}
+		Buffer sbuf(kMsg), rbuf(kMsg);
+		void *smh, *rmh;
+		if (api->RegMr(me.sc, sbuf.p, kMsg, &smh) || api->RegMr(me.rc, rbuf.p, kMsg, &rmh))
+			return;
+		bool good = true;
+		for (int it = 0; it < 8 && good; it++) {
+			Fill(sbuf.p, kMsg, seed_out + it);
+			size_t sz = kMsg;
+			int tag = it;
+			void *d = rbuf.p, *rreq = nullptr, *sreq = nullptr;
+			while (!rreq)
+				if (api->Irecv(me.rc, 1, &d, &sz, &tag, &rmh, &rreq))
+					return;
+			while (!sreq)
+				if (api->Isend(me.sc, sbuf.p, kMsg, it, smh, &sreq))
+					return;
+			int sdone = 0, rdone = 0, n = 0;
+			while (!sdone || !rdone) {
+				if (!sdone && api->Test(sreq, &sdone, nullptr))
+					return;
+				if (!rdone && api->Test(rreq, &rdone, &n))
+					return;
+				if (Expired(t0))
+					return;
+			}
+			good = n == (int)kMsg && Check(rbuf.p, kMsg, seed_in + it) == -1;
+		}
+		api->DeregMr(me.sc, smh);
+		api->DeregMr(me.rc, rmh);
+		*ok = good;
+	};
+	bool ok0 = false, ok1 = false;
+	std::thread t0(run, std::ref(r0), 0, h1, 10, 20, &ok0);
+	std::thread t1(run, std::ref(r1), 1, h0, 20, 10, &ok1);
+	t0.join();
+	t1.join();
+	EXPECT_TRUE(ok0);
+	EXPECT_TRUE(ok1);
+	for (Rank *r : {&r0, &r1}) {
+		if (r->sc) {
+			EXPECT_EQ(api->CloseSend(r->sc), ncclSuccess);
+		}
+		if (r->rc) {
+			EXPECT_EQ(api->CloseRecv(r->rc), ncclSuccess);
+		}
+		EXPECT_EQ(api->CloseListen(r->lc), ncclSuccess);
+	}
+}
+
+TEST_P(PluginVersion, LiveCountersArePublished)
+{
+	Rank a, b;
+	Pair(a, b);
+	Transfer(a, b, {1000, 2000});
+	tb5::live::Snapshot s = tb5::live::ReadAll(live_dir);
+	EXPECT_EQ(s.publishers, 1u);
+	uint64_t tx = 0, rx = 0, txo = 0, rxo = 0;
+	for (auto &l : s.links) {
+		tx += l.tx_bytes;
+		rx += l.rx_bytes;
+		txo += l.tx_ops;
+		rxo += l.rx_ops;
+	}
+	EXPECT_EQ(tx, 3000u);
+	EXPECT_EQ(rx, 3000u);
+	EXPECT_EQ(txo, 2u);
+	EXPECT_EQ(rxo, 2u);
+	ClosePair(a, b);
+}
+
+TEST_P(PluginVersion, DlcloseThenDlopenAgain)
+{
+	Rank a, b;
+	Pair(a, b);
+	Transfer(a, b, {4096});
+	ClosePair(a, b);
+	Unload();
+	Load();
+	ASSERT_GE(ndev, 2);
+	Pair(a, b);
+	Transfer(a, b, {1 << 20});
+	ClosePair(a, b);
+}
+
+// Two processes, each a host of the fabric (or each holding one end of a
+// kernel loop pair): both listen, swap handles through pipes, connect and
+// accept, then send each other every size while receiving.
+class PluginProcesses : public ::testing::TestWithParam<int> {};
+
+TEST_P(PluginProcesses, TwoProcesses)
+{
+	// The fork comes first: each process loads the plugin itself.
+	UseFabric("hosts=2,loop=0");
+	std::string live_dir = UseLiveDir();
+	int to_child[2], to_parent[2];
+	ASSERT_EQ(pipe(to_child), 0);
+	ASSERT_EQ(pipe(to_parent), 0);
+	const std::vector<size_t> sizes = {0, 1, 4097, 1 << 20, (64u << 20) + 3};
+	auto rank = [&](bool parent) -> int {
+		std::string why;
+		auto l = Library::Open(PluginPath(), &why);
+		if (!l)
+			return 10;
+		auto x = l->Get(GetParam());
+		void *c = nullptr;
+		int nd = 0;
+		if (x->Init(&c) || x->Devices(&nd) || nd < 1)
+			return 11;
+		Rank me;
+		me.api = x.get();
+		me.ctx = c;
+		char mine[NCCL_NET_HANDLE_MAXSIZE] = {}, theirs[NCCL_NET_HANDLE_MAXSIZE] = {};
+		if (x->Listen(c, 0, mine, &me.lc))
+			return 12;
+		int wfd = parent ? to_child[1] : to_parent[1];
+		int rfd = parent ? to_parent[0] : to_child[0];
+		if (write(wfd, mine, sizeof(mine)) != (ssize_t)sizeof(mine) ||
+		    read(rfd, theirs, sizeof(theirs)) != (ssize_t)sizeof(theirs))
+			return 13;
+		auto t0 = Clock::now();
+		while (!me.sc || !me.rc) {
+			if (!me.sc && x->Connect(c, 0, theirs, &me.sc))
+				return 14;
+			if (!me.rc && x->Accept(me.lc, &me.rc))
+				return 15;
+			if (Expired(t0))
+				return 16;
+		}
+		size_t max = sizes.back();
+		Buffer sbuf(max), rbuf(max);
+		void *smh, *rmh;
+		if (x->RegMr(me.sc, sbuf.p, max, &smh) || x->RegMr(me.rc, rbuf.p, max, &rmh))
+			return 17;
+		uint32_t out = parent ? 1000 : 2000, in = parent ? 2000 : 1000;
+		for (size_t i = 0; i < sizes.size(); i++) {
+			size_t n = sizes[i], rs = n;
+			Fill(sbuf.p, n, out + i);
+			int tag = (int)i;
+			void *d = rbuf.p, *rreq = nullptr, *sreq = nullptr;
+			while (!rreq)
+				if (x->Irecv(me.rc, 1, &d, &rs, &tag, &rmh, &rreq))
+					return 18;
+			while (!sreq)
+				if (x->Isend(me.sc, sbuf.p, n, tag, smh, &sreq))
+					return 19;
+			int sd = 0, rd = 0, got = -1;
+			while (!sd || !rd) {
+				if (!sd && x->Test(sreq, &sd, nullptr))
+					return 20;
+				if (!rd && x->Test(rreq, &rd, &got))
+					return 21;
+				if (Expired(t0))
+					return 22;
+			}
+			if (got != (int)n || Check(rbuf.p, n, in + i) != -1)
+				return 23;
+		}
+		x->DeregMr(me.sc, smh);
+		x->DeregMr(me.rc, rmh);
+		// Both sides are done before either closes (a barrier).
+		char byte = 1;
+		if (write(wfd, &byte, 1) != 1 || read(rfd, &byte, 1) != 1)
+			return 24;
+		if (x->CloseSend(me.sc) || x->CloseRecv(me.rc) || x->CloseListen(me.lc))
+			return 25;
+		if (x->Finalize(c))
+			return 26;
+		return 0;
+	};
+	pid_t child = fork();
+	ASSERT_GE(child, 0);
+	if (child == 0)
+		_exit(rank(false));
+	int mine = rank(true);
+	int status = 0;
+	ASSERT_EQ(waitpid(child, &status, 0), child);
+	EXPECT_EQ(mine, 0) << "this process's step that failed (see the test's source)";
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's step that failed";
+	(void)!system(("rm -rf '" + live_dir + "'").c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Abi, PluginVersion, ::testing::Range(7, 13), VersionName);
+INSTANTIATE_TEST_SUITE_P(Abi, PluginProcesses, ::testing::Range(7, 13), VersionName);
