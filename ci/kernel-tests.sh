@@ -78,6 +78,33 @@ build_static_tools() {
 	cp "$dir/src/tools/selftest/tb5-selftest" "$dir/src/tools/perf/tb5-perf" "$TESTS/"
 }
 
+# The plugin's ABI harness, dynamic, with the plugin, libtb5 and the C and
+# C++ runtimes (and their loader) it was linked against: vm-tests-plugin.sh
+# runs it through that loader over the loop pairs.
+build_plugin_harness() {
+	local dir=$BUILD/plugin-harness out=$TESTS/plugin lib
+
+	if [[ -f $dir/CMakeCache.txt ]] &&
+		! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$dir/CMakeCache.txt"; then
+		rm -rf "$dir/CMakeCache.txt" "$dir/CMakeFiles"
+	fi
+	cmake -S "$TB5_ROOT" -B "$dir" -G Ninja -DTB5_BUILD_BENCHMARKS=OFF \
+		-DTB5_BUILD_TOOLS=OFF >/dev/null
+	cmake --build "$dir" --target test_plugin_abi nccl-net-tb5 >/dev/null ||
+		tb5_die "the plugin's ABI harness did not build"
+	rm -rf "$out"
+	mkdir -p "$out"
+	cp "$dir/tests/plugin/test_plugin_abi" "$dir/plugin/libnccl-net-tb5.so" "$out/"
+	cp -L "$dir/src/lib/libtb5.so.1" "$out/"
+	for lib in $(ldd "$out/test_plugin_abi" "$out/libnccl-net-tb5.so" "$out/libtb5.so.1" |
+			awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\/.*ld-linux/ { print $1 }' |
+			sort -u); do
+		[[ $lib == "$dir"/* ]] && continue
+		cp -L "$lib" "$out/"
+	done
+	[[ -e $out/ld-linux-x86-64.so.2 ]] || tb5_die "no loader found for the plugin harness"
+}
+
 build_vm_tests() {
 	if [[ -n ${TB5_VM_TESTS:-} ]]; then
 		TESTS=$(realpath "$TB5_VM_TESTS")
@@ -86,6 +113,7 @@ build_vm_tests() {
 		TESTS=$BUILD/vm-tests
 		make -C "$TB5_ROOT/tests/kernel" -j "$TB5_JOBS" OUT="$TESTS"
 		build_static_tools
+		build_plugin_harness
 	else
 		TESTS=$TB5_ROOT/ci/vm/smoke
 		echo "VM tests: tests/kernel/vm-tests.sh does not exist yet: running the smoke test $TESTS"

@@ -2,6 +2,7 @@
 //
 // launch.cc - --loop, --sim and --list.
 #include "launch.h"
+#include <nlohmann/json.hpp>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include "environment.h"
 #include "errors.h"
 #include "server.h"
+#include "live_counters.hpp"
 
 namespace tb5perf {
 namespace {
@@ -190,6 +192,42 @@ int ListLinksCommand()
 		       l.ring_size, l.max_ops,
 		       l.speed_mbps ? (std::to_string(l.speed_mbps) + " Mb/s").c_str()
 				    : "-");
+	return kExitOk;
+}
+
+int CountersCommand(bool json)
+{
+	const tb5::live::Snapshot snap = tb5::live::ReadAll();
+
+	if (json) {
+		nlohmann::json out;
+		out["directory"] = tb5::live::Directory();
+		out["publishers"] = snap.publishers;
+		out["stale"] = snap.stale;
+		out["invalid"] = snap.invalid;
+		out["links"] = nlohmann::json::array();
+		for (const auto &l : snap.links)
+			out["links"].push_back({{"link", l.link}, {"tx_bytes", l.tx_bytes},
+						{"rx_bytes", l.rx_bytes}, {"tx_ops", l.tx_ops},
+						{"rx_ops", l.rx_ops}, {"errors", l.errors},
+						{"processes", l.processes}});
+		printf("%s\n", out.dump(2).c_str());
+		return kExitOk;
+	}
+	printf("live counters in %s: %u NCCL process%s", tb5::live::Directory().c_str(),
+	       snap.publishers, snap.publishers == 1 ? "" : "es");
+	if (snap.stale)
+		printf(", %u stale file%s of exited processes", snap.stale,
+		       snap.stale == 1 ? "" : "s");
+	printf("\n");
+	if (snap.links.empty())
+		return kExitOk;
+	printf("%-12s %16s %16s %12s %12s %8s %9s\n", "link", "tx_bytes", "rx_bytes",
+	       "tx_ops", "rx_ops", "errors", "processes");
+	for (const auto &l : snap.links)
+		printf("%-12s %16" PRIu64 " %16" PRIu64 " %12" PRIu64 " %12" PRIu64
+		       " %8" PRIu64 " %9u\n", l.link.c_str(), l.tx_bytes, l.rx_bytes,
+		       l.tx_ops, l.rx_ops, l.errors, l.processes);
 	return kExitOk;
 }
 

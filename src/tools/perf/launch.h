@@ -21,6 +21,8 @@ int RunLoop(const Options &opt);
 int RunSim(const Options &opt);
 // --list: one line per link.
 int ListLinksCommand();
+// --counters: the NCCL plugin's live per-link counters (table, or JSON).
+int CountersCommand(bool json);
 
 } // namespace tb5perf
 

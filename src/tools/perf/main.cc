@@ -23,6 +23,8 @@ int main(int argc, char **argv)
 	try {
 		if (opt.list_links)
 			return ListLinksCommand();
+		if (opt.counters)
+			return CountersCommand(opt.format == Format::kJson);
 		switch (opt.mode) {
 		case Mode::kServer: {
 			std::vector<std::string> links;

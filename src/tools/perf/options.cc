@@ -106,6 +106,8 @@ int ParseOptions(int argc, char **argv, Options &out)
 			"its own: a server child process, or with --loop the "
 			"in-process loop pair");
 	modes->add_flag("--list", out.list_links, "list the links and exit");
+	modes->add_flag("--counters", out.counters, "print the live per-link "
+			"counters of running NCCL jobs (the plugin's) and exit");
 
 	auto *conn = app.add_option_group("Connection");
 	conn->add_option("--link", out.link, "the link to use (server: "
@@ -187,7 +189,7 @@ int ParseOptions(int argc, char **argv, Options &out)
 
 	try {
 		const int modes_given = server + client + loop;
-		if (out.list_links) {
+		if (out.list_links || out.counters) {
 			out.mode = Mode::kClient;
 		} else if (modes_given > 1) {
 			throw UsageError("--server, --client and --loop exclude "

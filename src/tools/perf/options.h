@@ -32,6 +32,7 @@ struct Options {
 	bool once = false;		// --once: a server serves one client
 	std::string sim_options;	// --sim-options: appended to TB5_SIM
 	bool list_links = false;	// --list
+	bool counters = false;		// --counters
 
 	std::vector<Test> tests;	// in the order they run
 	std::vector<uint64_t> bw_sizes;	// bw, bibw, streams

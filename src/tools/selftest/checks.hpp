@@ -24,6 +24,8 @@ void RunKernelChecks(const Environment &env, const Options &opt, Report &report)
 void RunLinkChecks(const Environment &env, const Options &opt, Report &report);
 // plugin                                     (checks_plugin.cc)
 void RunPluginCheck(const Options &opt, Report &report);
+// counters                                   (checks_counters.cc)
+void RunCountersCheck(Report &report);
 
 // --respond                                  (respond.cc)
 int RunResponder(const Options &opt);

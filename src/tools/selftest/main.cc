@@ -46,6 +46,9 @@ const char kChecks[] = R"(Checks, in order (a name is <check> or <check>:<subjec
   plugin            the NCCL plugin (libnccl-net-tb5.so, or --plugin) loads,
                     is named TB5, initialises and reports >= 1 device; SKIP
                     when not installed.
+  counters          the live per-link counters of NCCL jobs using the plugin
+                    (bytes, operations, errors); SKIP when no job runs, FAIL
+                    when a job's operations failed or a counter file is damaged.
 With TB5_SIM set (the simulator), the kernel checks SKIP unless tb5 is loaded,
 and the link checks run over the simulator's links.
 
@@ -99,5 +102,6 @@ int main(int argc, char **argv)
 	tb5selftest::RunKernelChecks(env, opt, report);
 	tb5selftest::RunLinkChecks(env, opt, report);
 	tb5selftest::RunPluginCheck(opt, report);
+	tb5selftest::RunCountersCheck(report);
 	return report.Finish();
 }
