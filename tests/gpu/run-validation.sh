@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Validates the tb5 NCCL net plugin on a machine with GPUs: every collective
+# of nccl_check, every size, checked element by element on every rank, with
+# NCCL forced onto the plugin over tb5's simulator, in two set-ups:
+#   mp  two processes, one GPU each, one simulated cable between them
+#       (TB5_SIM=<fabric>:loop=0)
+#   sp  one process driving both GPUs over an in-process loop pair
+#       (TB5_SIM=<fabric>:hosts=1,loop=1)
+# and checks from the NCCL logs that the traffic went through NET/TB5.
+#
+#   tests/gpu/run-validation.sh [options]       (see --help)
+#
+# Exit status 0 when every check passed.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+
+usage() {
+  cat <<EOF
+usage: ${0##*/} [options]
+  --build DIR        plugin build tree (default: build-gpu): the plugin is
+                     DIR/plugin/libnccl-net-tb5.so, libtb5 is in DIR/src/lib
+  --plugin PATH|NAME NCCL_NET_PLUGIN value (default: the plugin in --build)
+  --lib-dir DIRS     colon-separated directories for LD_LIBRARY_PATH
+                     (default: DIR/src/lib and the plugin's directory)
+  --bin PATH         nccl_check (default: build-nccl-check/nccl_check; built
+                     with tests/gpu/build.sh when missing)
+  --out DIR          logs and results (default: \$OUT/tb5-validation when \$OUT
+                     is set, else /tmp/tb5-validation-<time>)
+  --min SIZE --max SIZE --factor N   sizes (default 1K, 1G, 2)
+  --colls LIST       collectives (default: all six)
+  --modes LIST       mp,sp (default: both)
+  --nranks N         processes in mp mode (default 2)
+  --timeout S        nccl_check: no progress for S seconds is a hang (default 120)
+  --proc-timeout S   limit for each run as a whole (default 240)
+  --sim-keys KEYS    more TB5_SIM keys for both modes, e.g. ring=4096
+  --env VAR=VALUE    more environment for every run (repeatable)
+EOF
+}
+
+build=build-gpu plugin='' libdirs='' bin='' out=''
+min=1K max=1G factor=2 colls=all_reduce,all_gather,reduce_scatter,broadcast,alltoall,sendrecv
+modes=mp,sp nranks=2 hang_timeout=120 proc_timeout=240 sim_keys=''
+extra_env=()
+while (($#)); do
+  case $1 in
+    --build) build=$2; shift ;;
+    --plugin) plugin=$2; shift ;;
+    --lib-dir) libdirs=$2; shift ;;
+    --bin) bin=$2; shift ;;
+    --out) out=$2; shift ;;
+    --min) min=$2; shift ;;
+    --max) max=$2; shift ;;
+    --factor) factor=$2; shift ;;
+    --colls) colls=$2; shift ;;
+    --modes) modes=$2; shift ;;
+    --nranks) nranks=$2; shift ;;
+    --timeout) hang_timeout=$2; shift ;;
+    --proc-timeout) proc_timeout=$2; shift ;;
+    --sim-keys) sim_keys=$2; shift ;;
+    --env) [[ $2 == *=* ]] || die "--env needs VAR=VALUE"; extra_env+=("$2"); shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown option: $1" ;;
+  esac
+  shift
+done
+
+if [[ -z $out ]]; then
+  if [[ -n ${OUT:-} ]]; then out=$OUT/tb5-validation; else out=/tmp/tb5-validation-$(date +%Y%m%d-%H%M%S); fi
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+: >"$out/commands.txt"
+
+resolve_paths "$build" "$plugin" "$bin" "$libdirs"
+check_plugin_loads
+make_unset_args
+machine_info | tee "$out/machine.txt"
+
+IFS=, read -r -a coll_list <<<"$colls"
+n_colls=${#coll_list[@]}
+
+# Environment of every run: NCCL on the plugin only, nothing else between the
+# GPUs, a log per rank.
+# shellcheck disable=SC2054  # the commas are inside values
+base_env=(
+  NCCL_NET_PLUGIN="$PLUGIN" NCCL_NET=TB5 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,NET NCCL_SOCKET_IFNAME=lo
+  LD_LIBRARY_PATH="$TB5_LDPATH"
+)
+check_args=(--colls "$colls" --min "$min" --max "$max" --factor "$factor" --timeout "$hang_timeout"
+  --label tb5)
+
+results=()   # "PASS|FAIL  what"
+overall=0
+record() {   # record PASS|FAIL TEXT
+  results+=("$1  $2")
+  [[ $1 == PASS || $1 == WARN ]] || overall=1
+  echo "$1  $2"
+}
+
+# verdict STATUS TEXT: PASS when STATUS is 0, else FAIL.
+verdict() {
+  if [[ $1 == 0 ]]; then record PASS "$2"; else record FAIL "$2"; fi
+}
+
+# check_run NAME N_RANKS_IN_RUN RC LOG...
+check_run() {
+  local name=$1 n=$2 rc=$3
+  shift 3
+  local logs=("$@") stdout=$out/$name.rank0.out
+  [[ -f $stdout ]] || stdout=$out/$name.out
+  local sizes n_sizes want got
+  sizes=$(size_list "$min" "$max" "$factor" "$n")
+  n_sizes=$(echo "$sizes" | wc -l)
+  want=$((n_colls * n_sizes))
+
+  grep '^{' "$stdout" >"$out/$name.jsonl" || true
+  if ((rc == 0)); then record PASS "$name: exit status 0"
+  else record FAIL "$name: exit status $rc (2 verification, 3 NCCL/CUDA error, 4 hang, 124/137 time limit)"; fi
+  got=$(grep '"verified":true' "$out/$name.jsonl" | grep -o '"coll":"[a-z_]*","bytes":[0-9]*' | sort -u | wc -l || true)
+  local st=1
+  ((got == want)) && grep -q '^# nccl_check: PASS' "$stdout" && st=0
+  verdict "$st" "$name: $got of $want (collective, size) checks verified on all $n ranks"
+  grep -h 'MISMATCH\|HANG\|error' "$out/$name"*.out 2>/dev/null | head -5 | sed 's/^/      /' || true
+
+  local log ok_via=0 ok_load=0 ok_plugin=0 bad=0 warns=0 nlogs=${#logs[@]}
+  for log in "${logs[@]}"; do
+    if [[ ! -s $log ]]; then
+      continue
+    fi
+    log_has "$log" 'via NET/TB5' && ok_via=$((ok_via + 1))
+    log_has "$log" 'Loaded net plugin TB5|Using network TB5' && ok_load=$((ok_load + 1))
+    grep -E 'NET/TB5' "$log" | grep -vq 'via NET/TB5' && ok_plugin=$((ok_plugin + 1))
+    if log_has "$log" 'via NET/Socket|Using network Socket|via SHM|via P2P'; then
+      bad=$((bad + 1))
+      grep -Em3 'via NET/Socket|Using network Socket|via SHM|via P2P' "$log" | sed 's/^/      /'
+    fi
+    warns=$((warns + $(grep -c 'NCCL WARN' "$log" || true)))
+  done
+  verdict $((ok_load == nlogs ? 0 : 1)) "$name: 'Loaded net plugin TB5' in $ok_load of $nlogs NCCL logs"
+  verdict $((ok_plugin == nlogs ? 0 : 1)) "$name: the plugin's own NET/TB5 lines in $ok_plugin of $nlogs NCCL logs"
+  verdict $((ok_via == nlogs ? 0 : 1)) "$name: channels 'via NET/TB5' in $ok_via of $nlogs NCCL logs"
+  verdict $((bad == 0 ? 0 : 1)) "$name: no channel via NET/Socket, SHM or P2P ($bad logs with one)"
+  ((warns == 0)) || record WARN "$name: $warns 'NCCL WARN' lines in the NCCL logs"
+}
+
+IFS=, read -r -a mode_list <<<"$modes"
+for mode in "${mode_list[@]}"; do
+  case $mode in
+    mp)
+      fresh_fabric mp
+      note "mp: $nranks processes, one GPU each, TB5_SIM=$FABRIC:loop=0${sim_keys:+,$sim_keys}"
+      rc=0
+      SECONDS_START=$SECONDS
+      launch_ranks mp "$nranks" "$proc_timeout" "$out" "${base_env[@]}" \
+        TB5_SIM="$FABRIC:loop=0${sim_keys:+,$sim_keys}" "${extra_env[@]}" -- "${check_args[@]}" || rc=$?
+      note "mp: took $((SECONDS - SECONDS_START)) s"
+      grep -v '^{' "$out/mp.rank0.out" || true
+      logs=()
+      for ((r = 0; r < nranks; r++)); do logs+=("$out/mp.rank$r.nccl.log"); done
+      check_run mp "$nranks" "$rc" "${logs[@]}"
+      if cleanup_fabric "$FABRIC"; then record PASS "mp: the simulator's files are gone from /dev/shm"
+      else record WARN "mp: the simulator left files in /dev/shm"; fi
+      ;;
+    sp)
+      fresh_fabric sp
+      ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+      [[ -n ${CUDA_VISIBLE_DEVICES:-} ]] && ngpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
+      ((ngpus >= 1)) || ngpus=2
+      note "sp: one process, $ngpus GPUs, TB5_SIM=$FABRIC:hosts=1,loop=1${sim_keys:+,$sim_keys}"
+      rc=0
+      SECONDS_START=$SECONDS
+      launch_single sp "$proc_timeout" "$out" "${base_env[@]}" \
+        TB5_SIM="$FABRIC:hosts=1,loop=1${sim_keys:+,$sim_keys}" "${extra_env[@]}" -- "${check_args[@]}" || rc=$?
+      note "sp: took $((SECONDS - SECONDS_START)) s"
+      grep -v '^{' "$out/sp.out" || true
+      check_run sp "$ngpus" "$rc" "$out/sp.nccl.log"
+      if cleanup_fabric "$FABRIC"; then record PASS "sp: the simulator's files are gone from /dev/shm"
+      else record WARN "sp: the simulator left files in /dev/shm"; fi
+      ;;
+    *) die "unknown mode: $mode" ;;
+  esac
+done
+
+{
+  echo
+  echo "== tb5 GPU validation summary ($out) =="
+  printf '%s\n' "${results[@]}"
+  if ((overall == 0)); then echo "RESULT: PASS"; else echo "RESULT: FAIL"; fi
+} | tee "$out/summary.txt"
+exit "$overall"
