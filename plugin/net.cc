@@ -100,6 +100,10 @@ struct Device {
 	alignas(16) uint8_t scratch_buf[64] = {};
 	live::ShmLink *live = nullptr;
 	std::vector<tb5_mr *> deferred;	// regions busy when deregistered (g.mu)
+	// TB5_NCCL_STATS=1: where the proxy threads' time goes, logged when
+	// the link is closed (under poll_mu).
+	std::chrono::steady_clock::time_point opened;
+	uint64_t polls = 0, busy_polls = 0, completions = 0, poll_ns = 0, busy_ns = 0;
 };
 
 enum class Kind : uint8_t { Send, Recv };
@@ -247,6 +251,8 @@ std::string PciPath(const tb5_link_info &l)
 	return {};
 }
 
+void LogStats(Device *d);
+
 // Open (or share) the tb5 device of a link. g.mu held.
 Device *AcquireLocked(const std::string &name)
 {
@@ -275,6 +281,7 @@ Device *AcquireLocked(const std::string &name)
 		g.live = std::make_unique<live::Publisher>("nccl-net-tb5");
 	d->live = g.live->Link(name.c_str());
 	d->refs = 1;
+	d->opened = std::chrono::steady_clock::now();
 	Device *raw = d.get();
 	g.open.emplace(name, std::move(d));
 	TB5_INFO(NCCL_INIT | NCCL_NET, "opened link %s (ring %u, %u Mb/s)", name.c_str(),
@@ -302,6 +309,7 @@ void ReleaseLocked(Device *d)
 	RetryDeferredLocked(d);
 	if (--d->refs > 0)
 		return;
+	LogStats(d);
 	// tb5_close frees what is still registered.
 	tb5_close(d->dev);
 	d->dev = nullptr;
@@ -340,6 +348,50 @@ void Dispatch(Device *d, const tb5_wc &wc)
 	req->pending.fetch_sub(1, std::memory_order_release);
 }
 
+bool StatsOn()
+{
+	static const bool on = [] {
+		const char *v = std::getenv("TB5_NCCL_STATS");
+		return v && *v && *v != '0';
+	}();
+	return on;
+}
+
+// One tb5_poll(), timed when TB5_NCCL_STATS is set. poll_mu held.
+int Poll(Device *d, tb5_wc *wc, int max)
+{
+	if (!StatsOn())
+		return tb5_poll(d->dev, wc, max);
+	auto t0 = std::chrono::steady_clock::now();
+	int n = tb5_poll(d->dev, wc, max);
+	uint64_t ns = (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
+			      std::chrono::steady_clock::now() - t0).count();
+	d->polls++;
+	d->poll_ns += ns;
+	if (n > 0) {
+		d->busy_polls++;
+		d->busy_ns += ns;
+		d->completions += (uint64_t)n;
+	}
+	return n;
+}
+
+void LogStats(Device *d)
+{
+	if (!StatsOn() || !d->polls)
+		return;
+	double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+						    d->opened).count();
+	TB5_INFO(NCCL_NET, "stats %s: %.3f s open, %llu polls took %.3f s (%.0f ns each); "
+		 "%llu returned %llu completions and took %.3f s; %llu B sent, %llu B "
+		 "received", d->name.c_str(), wall, (unsigned long long)d->polls,
+		 d->poll_ns / 1e9, (double)d->poll_ns / (double)d->polls,
+		 (unsigned long long)d->busy_polls, (unsigned long long)d->completions,
+		 d->busy_ns / 1e9,
+		 (unsigned long long)(d->live ? d->live->tx_bytes : 0),
+		 (unsigned long long)(d->live ? d->live->rx_bytes : 0));
+}
+
 // Run the device: move frames (simulator), reap completions. Another
 // thread already polling makes the progress for us.
 void Progress(Device *d)
@@ -349,7 +401,7 @@ void Progress(Device *d)
 		return;
 	tb5_wc wc[64];
 	for (int round = 0; round < 4; round++) {
-		int n = tb5_poll(d->dev, wc, 64);
+		int n = Poll(d, wc, 64);
 		if (n <= 0)
 			return;
 		for (int i = 0; i < n; i++)
@@ -595,9 +647,11 @@ ncclResult_t Finalize(void *ctx)
 	if (!g.open.empty())
 		TB5_INFO(NCCL_NET, "finalize with %zu link%s still in use", g.open.size(),
 			 g.open.size() == 1 ? "" : "s");
-	for (auto &[name, d] : g.open)
+	for (auto &[name, d] : g.open) {
+		LogStats(d.get());
 		if (d->dev)
 			tb5_close(d->dev);
+	}
 	g.open.clear();
 	g.connecting.clear();
 	g.waits.clear();
