@@ -18,8 +18,10 @@ namespace {
 std::mutex g_log_mu;
 std::vector<std::string> g_log;
 
-void Logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
-	    const char *fmt, ...)
+__attribute__((format(printf, 5, 6))) void Logger(ncclDebugLogLevel level,
+						  unsigned long flags,
+						  const char *file, int line,
+						  const char *fmt, ...)
 {
 	(void)flags;
 	char buf[1024];
