@@ -16,6 +16,12 @@ TB5_DEPS_BUILD=(build-essential cmake ninja-build pkg-config
 # shellcheck disable=SC2034  # used by ci/test.sh
 TB5_DEPS_TEST=("${TB5_DEPS_BUILD[@]}" clang libclang-rt-14-dev linux-headers-amd64
 		sparse)
+# What the packages need (ci/package.sh, ci/package-install.sh): CPack's DEB
+# helpers, rpmbuild, the linters, an apt repository, a Debian 12 made with
+# debootstrap, its disk image, QEMU.
+# shellcheck disable=SC2034  # used by ci/package.sh and ci/package-install.sh
+TB5_DEPS_PACKAGE=(dpkg-dev file rpm lintian rpmlint apt-utils debootstrap
+		e2fsprogs zstd qemu-system-x86)
 
 tb5_banner() {
 	printf '\n==== %s ====\n' "$*"

@@ -4,11 +4,15 @@
 # ci/main.sh - the main job: install the build dependencies, build tb5
 # (Release, in build/), run the transport core's two-node demo, a short run
 # of the core's benchmark, tb5-selftest and a short tb5-perf over libtb5's
-# simulator (two processes), then build tb5.ko with DKMS for Debian 12's
-# kernel and boot it under QEMU for a loop-pair round trip, tb5-selftest and
-# a short tb5-perf. Works as root or as a
-# user with sudo (sudo is used to install missing packages and for the VM
-# stage, which needs apt-get, dkms and a chroot).
+# simulator (two processes); then the install story: build the debs
+# (ci/package.sh deb), make a local apt repository, debootstrap a fresh
+# Debian 12, `apt install tb5-nccl-minimal` there (DKMS builds tb5.ko for
+# that system's kernel), boot it under QEMU with its own kernel and udev,
+# `modprobe tb5` (options from /etc/modprobe.d/tb5.conf), and run
+# tb5-selftest as an unprivileged member of group tb5 and a short tb5-perf
+# (ci/package-install.sh). Works as root or as a user with sudo (sudo is
+# used to install missing packages and for the install story, which needs
+# debootstrap, a chroot and apt-get).
 #
 # TB5_BENCH_ARGS overrides the benchmark's arguments (default: a short run).
 set -euo pipefail
@@ -32,6 +36,7 @@ tb5_stage "tb5-selftest over the simulator" \
 tb5_stage "tb5-perf over the simulator, short sweep (two processes)" \
 	"$TB5_ROOT/build/src/tools/perf/tb5-perf" --sim --test bw,lat \
 	--bw-sizes 4K:64M:16 --lat-sizes 8:4K:8 --duration 0.1 --verify --no-progress
-tb5_stage "tb5.ko in a VM: loop-pair round trip, tb5-selftest, tb5-perf (Debian 12's 6.1)" \
-	env TB5_KERNELS=6.1 TB5_VM_SCRIPT="$TB5_ROOT/ci/vm/demo.sh" \
-	"$TB5_ROOT/ci/kernel-tests.sh"
+tb5_stage "packages: debs (ci/package.sh deb, build-pkg-deb/)" \
+	"$TB5_ROOT/ci/package.sh" deb
+tb5_stage "apt install tb5-nccl-minimal into a fresh Debian 12, boot it: modprobe, tb5-selftest, tb5-perf" \
+	"$TB5_ROOT/ci/package-install.sh"

@@ -22,7 +22,18 @@
 #   - tb5.ko built by DKMS for Debian 12's 6.1, bookworm-backports' 6.12 and
 #     sid's newest kernel, warning-free, each booted under QEMU with the
 #     module and tests/kernel's tests (ci/kernel-tests.sh, build-kernel/)
-#   - the main job, ci/main.sh (demo, benchmark, VM round trip; build/)
+#   - the packages (ci/package.sh): debs and rpms built by CPack
+#     (build-pkg-deb/, build-pkg-rpm/), lintian (no error, no warning) and
+#     rpmlint (no error)
+#   - the packages installed (ci/package-install.sh --full): a local apt
+#     repository, a fresh Debian 12 (debootstrap), apt install of the
+#     previous build, an edited conffile, the upgrade keeping it, the
+#     system booted under QEMU with its own kernel and udev (modprobe,
+#     nodes tb5 0660, tb5-selftest as a member of tb5, tb5-perf, the rule
+#     reaching existing nodes, a changed ring_size), purge leaving nothing,
+#     and Debian's DKMS autopkgtest
+#   - the main job, ci/main.sh (demo, benchmark, simulator, packages
+#     installed into a fresh system and booted; build/)
 #
 # TB5_FUZZ_SECONDS overrides the fuzzing time.
 set -euo pipefail
@@ -129,4 +140,7 @@ tb5_stage "fuzz tb5-fuzz-rx (${TB5_FUZZ_SECONDS:-60} s)" \
 	bash tests/fuzz/run.sh build-ci-fuzz "${TB5_FUZZ_SECONDS:-60}"
 tb5_stage "tb5.ko: DKMS builds and VM tests on 6.1, 6.12, sid (ci/kernel-tests.sh)" \
 	ci/kernel-tests.sh
+tb5_stage "packages: deb + rpm, lintian, rpmlint (ci/package.sh)" ci/package.sh
+tb5_stage "packages: install, boot, upgrade, purge, DKMS autopkgtest (ci/package-install.sh --full)" \
+	ci/package-install.sh --full
 tb5_stage "main job (ci/main.sh)" ci/main.sh

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+//
+// metrics.cc - the Prometheus text format of a Snapshot. Every family has
+// its HELP and TYPE lines, even without samples, so that a dashboard sees
+// the same names on a host without links.
+#include "metrics.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+
+namespace tb5exporter {
+
+namespace {
+
+class Writer {
+public:
+	void Family(const char *name, const char *type, const char *help)
+	{
+		out_ += "# HELP ";
+		out_ += name;
+		out_ += ' ';
+		out_ += help;
+		out_ += "\n# TYPE ";
+		out_ += name;
+		out_ += ' ';
+		out_ += type;
+		out_ += '\n';
+	}
+
+	void Sample(const char *name, std::string_view labels, uint64_t value)
+	{
+		char buf[32];
+		std::snprintf(buf, sizeof(buf), "%" PRIu64, value);
+		Line(name, labels, buf);
+	}
+
+	void Sample(const char *name, std::string_view labels, double value)
+	{
+		char buf[64];
+		std::snprintf(buf, sizeof(buf), "%.9g", value);
+		Line(name, labels, buf);
+	}
+
+	std::string Take() { return std::move(out_); }
+
+private:
+	void Line(const char *name, std::string_view labels, const char *value)
+	{
+		out_ += name;
+		if (!labels.empty()) {
+			out_ += '{';
+			out_ += labels;
+			out_ += '}';
+		}
+		out_ += ' ';
+		out_ += value;
+		out_ += '\n';
+	}
+
+	std::string out_;
+};
+
+std::string Label(const char *key, std::string_view value)
+{
+	return std::string(key) + "=\"" + EscapeLabel(value) + '"';
+}
+
+std::string Hex(uint64_t v)
+{
+	char buf[24];
+	std::snprintf(buf, sizeof(buf), "0x%016" PRIx64, v);
+	return buf;
+}
+
+const char *StateName(uint32_t state)
+{
+	switch (state) {
+	case 0: return "down";
+	case 1: return "up";
+	case 2: return "ready";
+	default: return "unknown";
+	}
+}
+
+} // namespace
+
+std::string EscapeLabel(std::string_view value)
+{
+	std::string out;
+	out.reserve(value.size());
+	for (char c : value) {
+		switch (c) {
+		case '\\': out += "\\\\"; break;
+		case '"': out += "\\\""; break;
+		case '\n': out += "\\n"; break;
+		default: out += c;
+		}
+	}
+	return out;
+}
+
+std::string Format(const Snapshot &snap)
+{
+	Writer w;
+
+	w.Family("tb5_exporter_build_info", "gauge", "The exporter's version (always 1).");
+	w.Sample("tb5_exporter_build_info", Label("version", snap.version), uint64_t{1});
+	w.Family("tb5_exporter_scrape_duration_seconds", "gauge",
+		 "Seconds it took to collect this scrape.");
+	w.Sample("tb5_exporter_scrape_duration_seconds", "", snap.scrape_seconds);
+
+	w.Family("tb5_up", "gauge",
+		 "1 when the links of this host could be listed (module loaded or simulator), else 0.");
+	w.Sample("tb5_up", "", uint64_t{snap.links_ok ? 1u : 0u});
+
+	w.Family("tb5_link_info", "gauge",
+		 "One per link (always 1): backend, state, this end's and the peer's host ids.");
+	for (const LinkSample &l : snap.links)
+		w.Sample("tb5_link_info",
+			 Label("link", l.name) + ',' + Label("backend", l.backend) + ',' +
+				 Label("state", StateName(l.state)) + ',' +
+				 Label("host", Hex(l.local_host)) + ',' +
+				 Label("peer_host", l.peer_host ? Hex(l.peer_host) : std::string()),
+			 uint64_t{1});
+
+	struct Gauge {
+		const char *name, *help;
+		uint64_t (*get)(const LinkSample &);
+	};
+	static const Gauge kGauges[] = {
+		{"tb5_link_state", "Link state: 0 down, 1 up (no peer yet), 2 ready.",
+		 [](const LinkSample &l) -> uint64_t { return l.state; }},
+		{"tb5_link_ring_size", "Descriptors per TX and per RX ring.",
+		 [](const LinkSample &l) -> uint64_t { return l.ring_size; }},
+		{"tb5_link_speed_mbps", "Link rate in Mbit/s; 0 when unknown or unlimited.",
+		 [](const LinkSample &l) -> uint64_t { return l.speed_mbps; }},
+		{"tb5_link_counters_available",
+		 "1 when the link could be opened to read its counters (0: no permission; "
+		 "add the exporter to group tb5).",
+		 [](const LinkSample &l) -> uint64_t { return l.have_counters ? 1 : 0; }},
+	};
+	for (const Gauge &g : kGauges) {
+		w.Family(g.name, "gauge", g.help);
+		for (const LinkSample &l : snap.links)
+			w.Sample(g.name, Label("link", l.name), g.get(l));
+	}
+
+	static const Gauge kCounters[] = {
+		{"tb5_link_tx_frames_total", "Frames sent on the link.",
+		 [](const LinkSample &l) { return l.tx_frames; }},
+		{"tb5_link_tx_bytes_total", "Frame bytes sent on the link, headers included.",
+		 [](const LinkSample &l) { return l.tx_bytes; }},
+		{"tb5_link_rx_frames_total", "Frames received on the link.",
+		 [](const LinkSample &l) { return l.rx_frames; }},
+		{"tb5_link_rx_bytes_total", "Frame bytes received on the link, headers included.",
+		 [](const LinkSample &l) { return l.rx_bytes; }},
+		{"tb5_link_errors_total", "Malformed frames, drops and link resets.",
+		 [](const LinkSample &l) { return l.errors; }},
+	};
+	for (const Gauge &g : kCounters) {
+		w.Family(g.name, "counter", g.help);
+		for (const LinkSample &l : snap.links)
+			if (l.have_counters)
+				w.Sample(g.name, Label("link", l.name), g.get(l));
+	}
+
+	w.Family("tb5_plugin_up", "gauge",
+		 "1 when the NCCL plugin's live counters could be read (0: none published).");
+	w.Sample("tb5_plugin_up", "", uint64_t{snap.plugin_ok ? 1u : 0u});
+	struct PluginMetric {
+		const char *name, *type, *help;
+		uint64_t (*get)(const PluginSample &);
+	};
+	static const PluginMetric kPlugin[] = {
+		{"tb5_plugin_tx_bytes_total", "counter", "Message bytes the NCCL plugin sent.",
+		 [](const PluginSample &p) { return p.tx_bytes; }},
+		{"tb5_plugin_rx_bytes_total", "counter", "Message bytes the NCCL plugin received.",
+		 [](const PluginSample &p) { return p.rx_bytes; }},
+		{"tb5_plugin_tx_ops_total", "counter", "Sends the NCCL plugin completed.",
+		 [](const PluginSample &p) { return p.tx_ops; }},
+		{"tb5_plugin_rx_ops_total", "counter", "Receives the NCCL plugin completed.",
+		 [](const PluginSample &p) { return p.rx_ops; }},
+		{"tb5_plugin_errors_total", "counter", "Operations the NCCL plugin saw fail.",
+		 [](const PluginSample &p) { return p.errors; }},
+		{"tb5_plugin_processes", "gauge", "Processes with the plugin using the link now.",
+		 [](const PluginSample &p) -> uint64_t { return p.processes; }},
+	};
+	for (const PluginMetric &m : kPlugin) {
+		w.Family(m.name, m.type, m.help);
+		for (const PluginSample &p : snap.plugin)
+			w.Sample(m.name, Label("link", p.link), m.get(p));
+	}
+	return w.Take();
+}
+
+} // namespace tb5exporter

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+//
+// The exporter's text format: families with HELP and TYPE, label escaping,
+// counters only where a link could be opened, the plugin's counters, and
+// the request line parser.
+#include "http.hpp"
+#include "metrics.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+using tb5exporter::EscapeLabel;
+using tb5exporter::Format;
+using tb5exporter::LinkSample;
+using tb5exporter::PluginSample;
+using tb5exporter::Snapshot;
+
+namespace {
+
+bool Has(const std::string &text, const std::string &line)
+{
+	std::istringstream in(text);
+	for (std::string l; std::getline(in, l);)
+		if (l == line)
+			return true;
+	return false;
+}
+
+Snapshot TwoLinks()
+{
+	Snapshot s;
+	s.version = "9.8.7";
+	s.links_ok = true;
+	LinkSample a;
+	a.name = "tb5_0";
+	a.backend = "kernel";
+	a.state = 2;
+	a.local_host = 0x10;
+	a.peer_host = 0x11;
+	a.ring_size = 4096;
+	a.have_counters = true;
+	a.tx_frames = 3;
+	a.tx_bytes = 12288;
+	a.rx_frames = 4;
+	a.rx_bytes = 16384;
+	a.errors = 1;
+	LinkSample b;
+	b.name = "tb5_1";
+	b.backend = "kernel";
+	b.state = 0;
+	b.ring_size = 1024;
+	s.links = {a, b};
+	return s;
+}
+
+} // namespace
+
+TEST(ExporterFormat, EscapesLabelValues)
+{
+	EXPECT_EQ(EscapeLabel("plain"), "plain");
+	EXPECT_EQ(EscapeLabel("a\"b"), "a\\\"b");
+	EXPECT_EQ(EscapeLabel("a\\b"), "a\\\\b");
+	EXPECT_EQ(EscapeLabel("a\nb"), "a\\nb");
+}
+
+TEST(ExporterFormat, EveryFamilyHasHelpAndTypeOnce)
+{
+	const std::string text = Format(TwoLinks());
+	std::istringstream in(text);
+	int help = 0, type = 0;
+	std::string last_family;
+	for (std::string l; std::getline(in, l);) {
+		ASSERT_FALSE(l.empty());
+		if (l.rfind("# HELP ", 0) == 0) {
+			help++;
+			last_family = l.substr(7, l.find(' ', 7) - 7);
+		} else if (l.rfind("# TYPE ", 0) == 0) {
+			type++;
+			EXPECT_EQ(l.substr(7, l.find(' ', 7) - 7), last_family);
+		} else {
+			// A sample of the family announced last.
+			EXPECT_EQ(l.rfind(last_family, 0), 0u) << l;
+		}
+	}
+	EXPECT_EQ(help, type);
+	EXPECT_GT(help, 10);
+	EXPECT_EQ(text.back(), '\n');
+}
+
+TEST(ExporterFormat, LinksAndCounters)
+{
+	const std::string text = Format(TwoLinks());
+	EXPECT_TRUE(Has(text, "tb5_exporter_build_info{version=\"9.8.7\"} 1"));
+	EXPECT_TRUE(Has(text, "tb5_up 1"));
+	EXPECT_TRUE(Has(text, "tb5_link_info{link=\"tb5_0\",backend=\"kernel\",state=\"ready\","
+			      "host=\"0x0000000000000010\",peer_host=\"0x0000000000000011\"} 1"));
+	EXPECT_TRUE(Has(text, "tb5_link_info{link=\"tb5_1\",backend=\"kernel\",state=\"down\","
+			      "host=\"0x0000000000000000\",peer_host=\"\"} 1"));
+	EXPECT_TRUE(Has(text, "# TYPE tb5_link_tx_bytes_total counter"));
+	EXPECT_TRUE(Has(text, "tb5_link_state{link=\"tb5_0\"} 2"));
+	EXPECT_TRUE(Has(text, "tb5_link_ring_size{link=\"tb5_1\"} 1024"));
+	EXPECT_TRUE(Has(text, "tb5_link_tx_bytes_total{link=\"tb5_0\"} 12288"));
+	EXPECT_TRUE(Has(text, "tb5_link_rx_frames_total{link=\"tb5_0\"} 4"));
+	EXPECT_TRUE(Has(text, "tb5_link_errors_total{link=\"tb5_0\"} 1"));
+	EXPECT_TRUE(Has(text, "tb5_link_counters_available{link=\"tb5_1\"} 0"));
+	// No counters for a link that could not be opened: no fake zeros.
+	EXPECT_EQ(text.find("tb5_link_tx_bytes_total{link=\"tb5_1\"}"), std::string::npos);
+}
+
+TEST(ExporterFormat, NoLinksStillNamesTheFamilies)
+{
+	Snapshot s;
+	s.version = "1.0.0";
+	const std::string text = Format(s);
+	EXPECT_TRUE(Has(text, "tb5_up 0"));
+	EXPECT_TRUE(Has(text, "tb5_plugin_up 0"));
+	EXPECT_TRUE(Has(text, "# TYPE tb5_link_rx_bytes_total counter"));
+	EXPECT_TRUE(Has(text, "# TYPE tb5_plugin_tx_ops_total counter"));
+}
+
+TEST(ExporterFormat, PluginCounters)
+{
+	Snapshot s;
+	s.version = "1.0.0";
+	s.plugin_ok = true;
+	PluginSample p;
+	p.link = "tb5_0";
+	p.tx_bytes = 1ull << 40;
+	p.rx_bytes = 5;
+	p.tx_ops = 6;
+	p.rx_ops = 7;
+	p.errors = 0;
+	p.processes = 2;
+	s.plugin = {p};
+	const std::string text = Format(s);
+	EXPECT_TRUE(Has(text, "tb5_plugin_up 1"));
+	EXPECT_TRUE(Has(text, "tb5_plugin_tx_bytes_total{link=\"tb5_0\"} 1099511627776"));
+	EXPECT_TRUE(Has(text, "tb5_plugin_rx_ops_total{link=\"tb5_0\"} 7"));
+	EXPECT_TRUE(Has(text, "tb5_plugin_processes{link=\"tb5_0\"} 2"));
+	EXPECT_TRUE(Has(text, "# TYPE tb5_plugin_processes gauge"));
+}
+
+TEST(ExporterHttp, RequestLine)
+{
+	std::string m, p;
+	ASSERT_TRUE(tb5exporter::ParseRequestLine("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", m, p));
+	EXPECT_EQ(m, "GET");
+	EXPECT_EQ(p, "/metrics");
+	ASSERT_TRUE(tb5exporter::ParseRequestLine("HEAD /metrics?x=1 HTTP/1.0\n\n", m, p));
+	EXPECT_EQ(m, "HEAD");
+	EXPECT_EQ(p, "/metrics");
+	EXPECT_FALSE(tb5exporter::ParseRequestLine("GET /metrics\r\n", m, p));
+	EXPECT_FALSE(tb5exporter::ParseRequestLine("garbage", m, p));
+	EXPECT_FALSE(tb5exporter::ParseRequestLine(" / HTTP/1.1\r\n", m, p));
+}
