@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -405,6 +406,11 @@ TEST(SimConfig, AFabricKeepsItsSettings)
 int main(int argc, char **argv)
 {
 	::testing::InitGoogleTest(&argc, argv);
-	tb5libtest::use_simulator("tb5test-loop", "hosts=1,loop=1,ring=256");
+	// TB5_TEST_SIM_OPTS adds settings (ctest runs the suite again with
+	// copy=2: the same tests through the copy engine).
+	const char *more = getenv("TB5_TEST_SIM_OPTS");
+
+	tb5libtest::use_simulator("tb5test-loop", std::string("hosts=1,loop=1,ring=256") +
+				  (more && *more ? std::string(",") + more : ""));
 	return RUN_ALL_TESTS();
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -281,6 +282,11 @@ TEST_F(SimMesh, ThreeProcessesFormAFullMesh)
 int main(int argc, char **argv)
 {
 	::testing::InitGoogleTest(&argc, argv);
-	tb5libtest::use_simulator("tb5test-mesh", "hosts=3,loop=0");
+	// TB5_TEST_SIM_OPTS adds settings (ctest runs the suite again with
+	// copy=2: the same tests through the copy engine).
+	const char *more = getenv("TB5_TEST_SIM_OPTS");
+
+	tb5libtest::use_simulator("tb5test-mesh", std::string("hosts=3,loop=0") +
+				  (more && *more ? std::string(",") + more : ""));
 	return RUN_ALL_TESTS();
 }

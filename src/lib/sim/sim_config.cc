@@ -3,6 +3,10 @@
 // sim_config.cc - parsing TB5_SIM.
 #include "sim/sim_config.hpp"
 
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -39,6 +43,21 @@ bool valid_fabric(const std::string &f)
 }
 
 } // namespace
+
+uint32_t default_copy_workers()
+{
+	cpu_set_t set;
+	long cpus = 0;
+
+	// The CPUs we may run on (taskset, cgroup cpusets), else all online.
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		cpus = CPU_COUNT(&set);
+	if (cpus <= 0)
+		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cpus < 8)
+		return 0;
+	return uint32_t(std::min<long>(cpus / 4, 8));
+}
 
 int parse_config(const std::string &spec, Config &out)
 {
@@ -96,9 +115,15 @@ int parse_config(const std::string &spec, Config &out)
 				return fail(-EINVAL, "TB5_SIM: rate=%s: Gb/s, "
 					    "0 (unlimited) to 100000", v.c_str());
 			c.rate_mbps = uint64_t(g * 1000.0 + 0.5);
+		} else if (k == "copy") {
+			if (!parse_uint(v, kMaxCopy, n))
+				return fail(-EINVAL, "TB5_SIM: copy=%s: copy worker "
+					    "threads, 0 (none) to %u", v.c_str(),
+					    kMaxCopy);
+			c.copy = int(n);
 		} else {
 			return fail(-EINVAL, "TB5_SIM: unknown key \"%s\" (known: "
-				    "hosts, host, loop, ring, rate)", k.c_str());
+				    "hosts, host, loop, ring, rate, copy)", k.c_str());
 		}
 	}
 	if (c.host >= 0 && uint32_t(c.host) >= c.hosts && c.hosts_given)

@@ -10,6 +10,9 @@
 //   loop    loop pairs inside this process (0..16, default 1)
 //   ring    descriptors per ring (power of two, 64..16384, default 1024)
 //   rate    link rate model in Gb/s, e.g. 80 (default 0: as fast as memory)
+//   copy    copy worker threads of this process (0..64; default from the
+//           CPUs it may run on: 0 below 8, else a quarter of them, at
+//           most 8)
 //
 // hosts and ring belong to the fabric: the first process fixes them and a
 // later one that asks for other values is refused.
@@ -29,10 +32,15 @@ struct Config {
 	uint32_t ring_size = 1024;
 	bool ring_given = false;
 	uint64_t rate_mbps = 0;
+	int copy = -1;			// -1: default_copy_workers()
 };
 
 constexpr uint32_t kMaxHosts = 16;
 constexpr uint32_t kMaxLoop = 16;
+constexpr uint32_t kMaxCopy = 64;
+
+// copy= when TB5_SIM does not say: from the CPUs this process may run on.
+uint32_t default_copy_workers();
 
 // Parses @spec; 0, or -EINVAL with a message for tb5_last_error().
 int parse_config(const std::string &spec, Config &out);

@@ -67,16 +67,32 @@ public:
 
 	std::vector<std::unique_ptr<SimLink>> links;
 	Fabric fabric;
+	// The DMA engines: copy worker threads, running while a device is
+	// open (none with copy=0).
+	CopyEngine engine;
 	pid_t pid = 0;
+	std::atomic<int> devices{ 0 };	// open SimDevices
 };
 
 std::mutex host_mu;
-Host *the_host;		// leaked on purpose: links outlive static destructors
+// Freed when libtb5 goes (exit, or dlclose() of the NCCL plugin that loaded
+// it) with no device open; with devices open at exit, other threads may
+// still be polling them, so the host stays (leaked on purpose).
+Host *the_host;
 
+// Runs at exit, and at dlclose() when libtb5 is unloaded (atexit() from a
+// shared object is tied to it).
 void leave_at_exit()
 {
-	if (the_host && the_host->pid == getpid())
-		the_host->fabric.leave();
+	std::lock_guard lk(host_mu);
+	if (!the_host || the_host->pid != getpid())
+		return;
+	the_host->engine.stop();
+	the_host->fabric.leave();
+	if (the_host->devices.load() == 0) {
+		delete the_host;
+		the_host = nullptr;
+	}
 }
 
 int Host::init(const Config &cfg)
@@ -86,6 +102,8 @@ int Host::init(const Config &cfg)
 	if (ret)
 		return ret;
 	pid = getpid();
+	engine.configure(cfg.copy >= 0 ? uint32_t(cfg.copy) : default_copy_workers());
+	CopyEngine *eng = engine.configured() ? &engine : nullptr;
 	uint32_t index = 0;
 
 	for (uint32_t j = 0; j < fabric.hosts(); j++) {
@@ -96,6 +114,7 @@ int Host::init(const Config &cfg)
 		ret = l->create("sim_h" + std::to_string(j), index++);
 		if (ret)
 			return ret;
+		l->set_copy_engine(eng);
 		links.push_back(std::move(l));
 	}
 	for (uint32_t k = 0; k < cfg.loop; k++) {
@@ -120,11 +139,14 @@ int Host::init(const Config &cfg)
 					index++);
 			if (ret)
 				return ret;
+			l->set_copy_engine(eng);
 			ends[e] = l.get();
 			links.push_back(std::move(l));
 		}
 		ends[0]->start_loop();
 		ends[1]->start_loop();
+		ends[0]->flush();
+		ends[1]->flush();
 	}
 	return 0;
 }
@@ -260,6 +282,8 @@ public:
 		: host_(host), link_(link), cq_(std::make_shared<Cq>()),
 		  live_(std::make_shared<std::atomic<int>>(0))
 	{
+		host_->engine.acquire();
+		host_->devices++;
 	}
 	~SimDevice() override;
 
@@ -458,6 +482,7 @@ int SimDevice::close(tb5_endpoint *ep)
 	// The core reports TB5_EV_RELEASED last, which frees @e, possibly
 	// inside this call.
 	tb5_ep_close(e->core);
+	link_->quiesce_rx();
 	link_->flush();
 	return 0;
 }
@@ -592,12 +617,15 @@ SimDevice::~SimDevice()
 			deadline = std::chrono::steady_clock::now() + kCloseDrain;
 		}
 	}
-	if (live_->load() > 0) {
-		// Operations may still name our regions: keep them (leak).
-		return;
+	if (live_->load() == 0) {
+		for (SimMr *m : mrs_)
+			delete m;
 	}
-	for (SimMr *m : mrs_)
-		delete m;
+	// Else operations may still name our regions: keep them (leak).
+	// The last device stops the copy workers (a copy that another
+	// thread shares with them now ends first); later copies are inline.
+	host_->engine.release();
+	host_->devices--;
 }
 
 } // namespace

@@ -18,6 +18,10 @@ namespace {
 // Between liveness checks of a mesh peer (a kill(pid, 0) each).
 constexpr uint64_t kAliveCheckNs = 200'000'000;
 
+// The link whose RX batch this thread is feeding to the core, if any: its
+// callbacks on this thread are held back until the batch's copies are made.
+thread_local SimLink *t_rx_batch;
+
 uint64_t now_ns()
 {
 	struct timespec ts;
@@ -51,6 +55,9 @@ SimLink::~SimLink()
 			down_ = true;
 			txq_count_ = 0;
 			done_.clear();
+			if (engine_)
+				engine_->run(tx_batch_);
+			staged_done_.clear();
 		}
 		tb5_link_down(core_, -ESHUTDOWN);
 		tb5_link_destroy(core_);
@@ -70,6 +77,10 @@ int SimLink::create(const std::string &name, uint32_t index)
 	txq_.resize(ring_size_);
 	done_.reserve(ring_size_);
 	done_scratch_.reserve(ring_size_);
+	staged_done_.reserve(ring_size_);
+	tx_batch_.reserve(ring_size_);
+	rx_batch_.reserve(ring_size_);
+	deferred_.reserve(256);
 	cfg.ring_size = ring_size_;
 	cfg.host_id = host_id_;
 	int ret = tb5_link_create(&cfg, &ops, this, &core_);
@@ -140,19 +151,108 @@ int SimLink::op_copy_to(void *priv, const struct tb5_mem *dst, const void *src,
 	// Plain pointers in user space: the offset is the address, checked
 	// against the posted receive by the core and against the region by
 	// the post.
-	static_cast<SimLink *>(priv)->rx_copy_.copy(
-		reinterpret_cast<void *>(uintptr_t(dst->offset)), src, len);
+	auto *l = static_cast<SimLink *>(priv);
+	void *to = reinterpret_cast<void *>(uintptr_t(dst->offset));
+
+	if (l->in_rx_batch())
+		l->rx_stage(to, src, len);
+	else
+		l->rx_copy_.copy(to, src, len);
 	return 0;
 }
 
-void SimLink::op_complete(void *, void *ep_ctx, const struct tb5_completion *c)
+void SimLink::op_complete(void *priv, void *ep_ctx,
+			  const struct tb5_completion *c)
 {
-	deliver_completion(ep_ctx, c);
+	auto *l = static_cast<SimLink *>(priv);
+
+	if (l->engine_)
+		l->to_owner(ep_ctx, c, 0, 0);
+	else
+		deliver_completion(ep_ctx, c);
 }
 
-void SimLink::op_event(void *, void *ep_ctx, enum tb5_event ev, int status)
+void SimLink::op_event(void *priv, void *ep_ctx, enum tb5_event ev, int status)
 {
-	deliver_event(ep_ctx, ev, status);
+	auto *l = static_cast<SimLink *>(priv);
+
+	if (l->engine_)
+		l->to_owner(ep_ctx, nullptr, int(ev), status);
+	else
+		deliver_event(ep_ctx, ev, status);
+}
+
+// --- the RX batch (engine) ---
+
+void SimLink::rx_stage(void *dst, const void *src, uint32_t len)
+{
+	rx_batch_.add(dst, src, len, rx_copy_.plan(dst, len));
+	rx_open_.store(true, std::memory_order_relaxed);
+}
+
+void SimLink::to_owner(void *ep_ctx, const struct tb5_completion *c, int ev,
+		       int status)
+{
+	if (in_rx_batch()) {
+		Deferred d = {};
+
+		d.ep_ctx = ep_ctx;
+		if (c)
+			d.c = *c;
+		d.ev = int16_t(ev);
+		d.status = status;
+		deferred_.push_back(d);
+		rx_open_.store(true, std::memory_order_relaxed);
+		return;
+	}
+	// Another thread's call into the core (we hold its lock) while a
+	// batch is under way: what the batch holds back happened first.
+	finish_rx();
+	if (ev)
+		deliver_event(ep_ctx, tb5_event(ev), status);
+	else
+		deliver_completion(ep_ctx, c);
+}
+
+void SimLink::quiesce_rx()
+{
+	// A batch is open only inside progress(), under progress_mu_; one
+	// that made copies for the receives let go had said so under the
+	// core's lock, which our caller took since.
+	if (engine_ && rx_open_.load(std::memory_order_acquire) &&
+	    !in_rx_batch()) {
+		progress_mu_.lock();	// the pass ends with its batch
+		progress_mu_.unlock();
+	}
+}
+
+bool SimLink::in_rx_batch() const
+{
+	return rx_active_.load(std::memory_order_relaxed) && t_rx_batch == this;
+}
+
+void SimLink::finish_rx()
+{
+	if (!rx_open_.load(std::memory_order_acquire))
+		return;
+	std::lock_guard lk(rx_mu_);
+	finish_rx_locked();
+}
+
+void SimLink::finish_rx_locked()
+{
+	// Every byte in place (and fenced) before anything reports it.
+	if (!rx_batch_.empty())
+		engine_->run(rx_batch_);
+	// Delivery frees released endpoints; it never calls back here.
+	for (const Deferred &d : deferred_) {
+		if (d.ev)
+			deliver_event(d.ep_ctx, tb5_event(d.ev), d.status);
+		else
+			deliver_completion(d.ep_ctx, &d.c);
+	}
+	deferred_.clear();
+	rx_open_.store(false, std::memory_order_release);
 }
 
 bool SimLink::rate_allows(uint16_t len)
@@ -171,6 +271,14 @@ bool SimLink::rate_allows(uint16_t len)
 void SimLink::dma(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
 		  uint64_t cookie)
 {
+	// With the engine, payload copies wait for the end of the pass; a
+	// frame with none pending ahead of it that ends its burst, or carries
+	// a header, goes out as without it (small messages, control frames).
+	if (engine_ && ((sof == TB5_SOF_PAYLOAD && eof == TB5_EOF_MORE) ||
+			!tx_batch_.empty() || !staged_done_.empty())) {
+		stage(sof, eof, len, src, cookie);
+		return;
+	}
 	// A burst's payload is contiguous: start reading the next
 	// frame's bytes now, as the hardware prefetchers do not cross into
 	// the next page by themselves.
@@ -187,13 +295,56 @@ void SimLink::dma(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
 	}
 }
 
+void SimLink::stage(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
+		    uint64_t cookie)
+{
+	uint8_t *slot = tx_ring_.produce_slot(sof, eof, len);
+
+	tx_ring_.produce_commit();
+	if (sof == TB5_SOF_PAYLOAD)
+		tx_batch_.add(slot, src, len);
+	else
+		memcpy(slot, src, len);
+	staged_done_.push_back(cookie);
+	// A small message (or a control frame) goes out at once, as without
+	// the engine: no batch worth sharing is coming from it. Large passes
+	// go out in pieces, so that the peer can start on the first while we
+	// copy the next.
+	if ((eof == TB5_EOF_LAST && tx_batch_.bytes() <= TB5_FRAME_MAX) ||
+	    tx_ring_.unpublished() >= std::min(kStageFrames, ring_size_ / 4))
+		publish_tx();
+}
+
+void SimLink::publish_tx()
+{
+	if (!tx_batch_.empty())
+		engine_->run(tx_batch_);
+	done_.insert(done_.end(), staged_done_.begin(), staged_done_.end());
+	staged_done_.clear();
+	if (tx_ring_ && tx_ring_.unpublished()) {
+		tx_ring_.publish();
+		wake_peer_ = true;
+	}
+}
+
+void SimLink::publish_stalled()
+{
+	if (engine_)
+		publish_tx();
+	else
+		tx_ring_.publish();
+	wake_peer_ = true;
+}
+
 void SimLink::flush()
 {
 	bool wake;
 	{
 		std::lock_guard lk(txq_mu_);
 
-		if (tx_ring_ && tx_ring_.unpublished()) {
+		if (engine_) {
+			publish_tx();
+		} else if (tx_ring_ && tx_ring_.unpublished()) {
 			tx_ring_.publish();
 			wake_peer_ = true;
 		}
@@ -213,8 +364,7 @@ int SimLink::tx(const struct tb5_tx_frame *f)
 	if (down_)
 		return -ENOSPC;
 	if (txq_count_ == ring_size_) {
-		tx_ring_.publish();	// the core stalls: let the peer drain
-		wake_peer_ = true;
+		publish_stalled();	// the core stalls: let the peer drain
 		return -ENOSPC;
 	}
 	if (f->len == 0 || f->len > TB5_FRAME_MAX ||
@@ -296,14 +446,24 @@ void SimLink::go_down()
 {
 	const std::string path = fabric_.cable_path(peer_slot_, peer_session_);
 
-	// Frames already copied are reported; the queued ones are dropped,
-	// as a cable pull drops what is on the rings.
+	// Frames already copied (or staged) are reported; the queued ones
+	// are dropped, as a cable pull drops what is on the rings.
+	if (engine_) {
+		std::lock_guard lk(txq_mu_);
+		if (tx_ring_)
+			publish_tx();
+	}
 	report_moved();
 	{
 		std::lock_guard lk(txq_mu_);
 		down_ = true;
 		txq_count_ = 0;
 		done_.clear();
+		// Staged since: dropped, like the queued ones (their copies
+		// are made, so that no worker is left on them).
+		if (engine_)
+			engine_->run(tx_batch_);
+		staged_done_.clear();
 		tx_ring_ = FrameRing();
 	}
 	tb5_link_down(core_, -ENOLINK);
@@ -346,10 +506,13 @@ void SimLink::reset()
 		}
 		return;
 	}
-	// A loop end: drop what waits here and say hello again.
+	// A loop end: drop what waits here and say hello again. Staged
+	// frames hold ring slots already: they go out.
 	report_moved();
 	{
 		std::lock_guard lk(txq_mu_);
+		if (engine_)
+			publish_tx();
 		txq_count_ = 0;
 	}
 	tb5_link_down(core_, -ENOLINK);
@@ -364,7 +527,8 @@ bool SimLink::has_work()
 	if (rx_ring_ && rx_ring_.pending())
 		return true;
 	std::lock_guard lk(txq_mu_);
-	return !done_.empty() || (txq_count_ && tx_ring_ && tx_ring_.free_slots());
+	return !done_.empty() || !staged_done_.empty() ||
+	       (txq_count_ && tx_ring_ && tx_ring_.free_slots());
 }
 
 uint32_t SimLink::progress(uint32_t budget)
@@ -390,6 +554,9 @@ uint32_t SimLink::progress(uint32_t budget)
 			txq_head_ = (txq_head_ + 1) % ring_size_;
 			txq_count_--;
 		}
+		// Sent means copied: the staged copies first.
+		if (engine_)
+			publish_tx();
 		take_moved();
 	}
 	// The TX completion interrupt.
@@ -398,13 +565,26 @@ uint32_t SimLink::progress(uint32_t budget)
 	// The RX interrupt: frames to the core, then their descriptors back.
 	if (rx_ring_) {
 		uint32_t n = std::min(rx_ring_.pending(), budget);
+		// Too few frames to be worth sharing: copied as they come.
+		bool batch = engine_ && n >= kParallelFrames;
 
+		if (batch) {
+			t_rx_batch = this;
+			rx_active_.store(true, std::memory_order_relaxed);
+		}
 		for (uint32_t k = 0; k < n; k++) {
 			const FrameDesc d = rx_ring_.desc(k);
 
 			if (d.len == 0 || d.len > TB5_FRAME_MAX)
 				continue;	// never read past the frame buffer
 			tb5_link_rx(core_, d.sof, d.eof, rx_ring_.data(k), d.len);
+		}
+		if (batch) {
+			// The copies, then what reports them; the
+			// descriptors go back after both.
+			t_rx_batch = nullptr;
+			rx_active_.store(false, std::memory_order_relaxed);
+			finish_rx();
 		}
 		// Before anyone reads what the completions report.
 		rx_copy_.fence();

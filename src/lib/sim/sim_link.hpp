@@ -10,14 +10,39 @@
 // interrupt handler: it moves queued frames, reports them sent
 // (tb5_link_tx_done), and feeds received frames to the core (tb5_link_rx),
 // which copies their payload straight into the receiver's posted buffer. So
-// every byte is copied twice, once by each side's own thread: sender memory
-// -> ring -> receiver memory, and the two copies run in parallel.
+// every byte is copied twice, once by each side: sender memory -> ring ->
+// receiver memory, and the two copies run in parallel.
+//
+// With a copy engine (TB5_SIM copy=N > 0) the copies of a pass are
+// collected and made together by the process's CopyEngine, across threads
+// when the batch is large:
+//   - TX: payload frames of a multi-frame burst get their ring slot and
+//     descriptor at once, but their bytes are copied, and the ring head
+//     published, only when the pass ends (publish_tx(): at the end of the
+//     DMA loop, in flush(), when the core stalls, or every kStageFrames
+//     frames). A frame is reported sent only after its copy, so a send
+//     never completes before its bytes left its buffer. Header frames are
+//     copied at once (their bytes live only during tx()); a frame with no
+//     copy pending ahead of it that ends its burst (a small message, a
+//     control frame) goes out at once, as without the engine.
+//   - RX: while progress() feeds a batch of at least kParallelFrames
+//     frames to the core, the core's copy_to() calls are collected and its
+//     completions and events held back, in order; finish_rx() makes the
+//     copies, then delivers them, then the ring's descriptors are given
+//     back. A callback of the core on another thread meanwhile (a close,
+//     say) first finishes the batch, and closing an endpoint waits for a
+//     pass under way (quiesce_rx()), so no completion or event is ever
+//     seen before the bytes it reports, and no byte lands after its
+//     receive was reported or its endpoint closed. Smaller batches are
+//     copied as they come.
+// Without one (copy=0) every copy is made where it is asked for, inline.
 //
 // Threads: tx() runs under the core's link lock (any thread); progress()
 // runs in one thread at a time (others skip it) and never holds the TX
 // queue's lock while it calls into the core.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -50,6 +75,9 @@ public:
 	int create(const std::string &name, uint32_t index);
 	// Bring a loop end up (both ends must be created first).
 	void start_loop();
+	// Copies go through @engine (null: inline, as they come). Before
+	// the link carries anything.
+	void set_copy_engine(CopyEngine *engine) { engine_ = engine; }
 
 	struct tb5_link *core() const { return core_; }
 	void describe(tb5_link_info &info);
@@ -63,9 +91,28 @@ public:
 	// Hand frames queued by a core call to the peer and wake it: called
 	// after every call into the core outside progress().
 	void flush();
+	// Waits for a progress pass on another thread that may still be
+	// copying into receives the core has just let go (after a close):
+	// afterwards no byte lands in them.
+	void quiesce_rx();
 	HostSlot &my_doorbell() { return fabric_.slot(fabric_.my_slot()); }
 
 private:
+	// A completion or event of the core held back until the RX batch's
+	// copies are made.
+	struct Deferred {
+		void *ep_ctx;
+		struct tb5_completion c;
+		int32_t status;
+		int16_t ev;		// 0: a completion
+	};
+
+	// Frames staged (engine): their copies run at most this many at once.
+	static constexpr uint32_t kStageFrames = 256;
+	// RX batches of fewer frames cannot reach the engine's parallel size.
+	static constexpr uint32_t kParallelFrames =
+		uint32_t(CopyEngine::kParallelMin / TB5_FRAME_MAX);
+
 	struct Pending {
 		uint8_t sof, eof;
 		uint16_t len;
@@ -86,6 +133,24 @@ private:
 	// Copies one frame into the peer's ring; the caller checked room.
 	void dma(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
 		 uint64_t cookie);
+	// The engine's half of dma(): the copy waits for publish_tx().
+	void stage(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
+		   uint64_t cookie);
+	// Makes the staged copies, hands their frames to the peer and queues
+	// their cookies as moved. Under txq_mu_.
+	void publish_tx();
+	// The core stalls (TX queue full): let the peer drain. Under txq_mu_.
+	void publish_stalled();
+	// Engine: collects a copy of the RX batch; makes the batch's copies
+	// and delivers what was held back.
+	void rx_stage(void *dst, const void *src, uint32_t len);
+	void finish_rx();
+	void finish_rx_locked();
+	// Is this thread feeding this link's RX batch to the core?
+	bool in_rx_batch() const;
+	// A completion (@ev 0) or event of the core, held back or delivered.
+	void to_owner(void *ep_ctx, const struct tb5_completion *c, int ev,
+		      int status);
 	bool rate_allows(uint16_t len);
 	void attach_rings(uint8_t *base, int end);
 	// Tells the core about the frames copied to the peer so far; returns
@@ -127,6 +192,24 @@ private:
 	FrameRing rx_ring_;
 	StreamCopier rx_copy_;
 	std::vector<uint64_t> done_scratch_;
+
+	// The copy engine (null: copy inline).
+	CopyEngine *engine_ = nullptr;
+	// Staged TX copies and the cookies of their frames, under txq_mu_.
+	CopyBatch tx_batch_;
+	std::vector<uint64_t> staged_done_;
+	// The RX batch: its copies and the callbacks held back. Appended by
+	// the progressing thread under the core's lock; emptied under
+	// rx_mu_ and the core's lock (another thread's callback), or under
+	// rx_mu_ by the progressing thread after the batch (outside the
+	// core: that thread appends no more then).
+	std::mutex rx_mu_;
+	CopyBatch rx_batch_;
+	std::vector<Deferred> deferred_;
+	std::atomic<bool> rx_open_{ false };	// something is held back
+	// The progressing thread feeds an RX batch to the core (it alone
+	// writes this; the thread-local check stays off small passes).
+	std::atomic<bool> rx_active_{ false };
 
 	// Mesh: the cable file of the current peer session.
 	Mapping cable_;
