@@ -944,6 +944,29 @@ ncclResult_t Accept(void *listen_comm, void **recv_comm)
 	return ncclSuccess;
 }
 
+namespace {
+
+// A region for @c's link at @data; its tb5 region is filled in by the caller.
+std::unique_ptr<Mr> NewMr(Comm *c, void *data, size_t size)
+{
+	auto m = std::make_unique<Mr>();
+	m->dev = c->dev;
+	m->base = (uintptr_t)data;
+	m->len = size;
+	return m;
+}
+
+// Hands a registered region to NCCL; it holds its link open.
+ncclResult_t PublishMr(Comm *c, std::unique_ptr<Mr> m, void **mhandle)
+{
+	std::lock_guard lk(g.mu);
+	c->dev->refs++;
+	*mhandle = m.release();
+	return ncclSuccess;
+}
+
+} // namespace
+
 ncclResult_t RegMr(void *comm, void *data, size_t size, int type, void **mhandle)
 {
 	if (!comm || !mhandle)
@@ -955,10 +978,7 @@ ncclResult_t RegMr(void *comm, void *data, size_t size, int type, void **mhandle
 			 "memory, and GPU memory only as a dma-buf", type);
 		return ncclInvalidArgument;
 	}
-	auto m = std::make_unique<Mr>();
-	m->dev = c->dev;
-	m->base = (uintptr_t)data;
-	m->len = size;
+	auto m = NewMr(c, data, size);
 	if (size) {
 		int r = tb5_reg_host(c->dev->dev, data, size, &m->mr);
 		if (r < 0) {
@@ -967,10 +987,7 @@ ncclResult_t RegMr(void *comm, void *data, size_t size, int type, void **mhandle
 			return r == -ENOMEM ? ncclSystemError : ncclInvalidArgument;
 		}
 	}
-	std::lock_guard lk(g.mu);
-	c->dev->refs++;
-	*mhandle = m.release();
-	return ncclSuccess;
+	return PublishMr(c, std::move(m), mhandle);
 }
 
 ncclResult_t RegMrDmaBuf(void *comm, void *data, size_t size, int type,
@@ -987,10 +1004,7 @@ ncclResult_t RegMrDmaBuf(void *comm, void *data, size_t size, int type,
 			 c->dev->name.c_str());
 		return ncclInvalidUsage;
 	}
-	auto m = std::make_unique<Mr>();
-	m->dev = c->dev;
-	m->base = (uintptr_t)data;
-	m->len = size;
+	auto m = NewMr(c, data, size);
 	if (size) {
 		int r = tb5_reg_dmabuf(c->dev->dev, fd, offset, size, &m->mr);
 		if (r < 0) {
@@ -1000,10 +1014,7 @@ ncclResult_t RegMrDmaBuf(void *comm, void *data, size_t size, int type,
 			return ncclSystemError;
 		}
 	}
-	std::lock_guard lk(g.mu);
-	c->dev->refs++;
-	*mhandle = m.release();
-	return ncclSuccess;
+	return PublishMr(c, std::move(m), mhandle);
 }
 
 ncclResult_t DeregMr(void *comm, void *mhandle)

@@ -51,6 +51,7 @@
 
 #include "sim/fabric.hpp"
 #include "sim/frame_ring.hpp"
+#include "sim/copy_engine.hpp"
 #include "sim/stream_copy.hpp"
 #include "tb5/tb5.h"
 #include "tb5_core.h"
