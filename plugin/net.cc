@@ -116,7 +116,6 @@ struct Comm;
 struct alignas(16) Request {
 	Comm *comm = nullptr;
 	int n = 0;
-	bool in_use = false;
 	std::atomic<int> pending{0};
 	std::atomic<int> error{0};
 	uint64_t bytes[kMaxRecvs] = {};
@@ -161,14 +160,13 @@ struct Global {
 	std::map<std::pair<uint64_t, uint64_t>, std::chrono::steady_clock::time_point> waits;
 	std::unique_ptr<live::Publisher> live;
 
-	~Global()
-	{
-		// A plugin unloaded without finalize() (v7..v10, or a crashed
-		// job's teardown): give the links back.
-		for (auto &[name, d] : open)
-			if (d->dev)
-				tb5_close(d->dev);
-	}
+	// Every link still open, closed (finalize, or unloading). mu held,
+	// or no other thread left.
+	void CloseLinks();
+
+	// A plugin unloaded without finalize() (v7..v10, or a crashed job's
+	// teardown): give the links back.
+	~Global() { CloseLinks(); }
 };
 
 Global g;
@@ -296,6 +294,16 @@ Device *Acquire(const std::string &name)
 	return AcquireLocked(name);
 }
 
+void Global::CloseLinks()
+{
+	for (auto &[name, d] : open) {
+		LogStats(d.get());
+		if (d->dev)
+			tb5_close(d->dev);
+	}
+	open.clear();
+}
+
 // Regions that were busy at deregistration; retried when comms go. g.mu held.
 void RetryDeferredLocked(Device *d)
 {
@@ -314,7 +322,7 @@ void ReleaseLocked(Device *d)
 	// tb5_close frees what is still registered.
 	tb5_close(d->dev);
 	d->dev = nullptr;
-	g.open.erase(d->name);
+	g.open.erase(g.open.find(d->name));	// frees d
 }
 
 void Release(Device *d)
@@ -472,7 +480,6 @@ Request *TakeRequest(Comm *c, int n)
 	c->used |= 1u << i;
 	Request *r = &c->reqs[i];
 	r->n = n;
-	r->in_use = true;
 	r->error.store(0, std::memory_order_relaxed);
 	r->pending.store(n, std::memory_order_relaxed);
 	for (auto &b : r->bytes)
@@ -485,8 +492,14 @@ void PutRequest(Request *r)
 {
 	Comm *c = r->comm;
 	c->ops -= r->n;
-	r->in_use = false;
 	c->used &= ~(1u << (r - c->reqs.data()));
+}
+
+// Whether @r is taken (its bit in the comm's mask).
+bool InUse(const Request *r)
+{
+	const Comm *c = r->comm;
+	return c->used & (1u << (r - c->reqs.data()));
 }
 
 // The region and offset of [data, data + size) for an operation on @c.
@@ -552,9 +565,10 @@ std::string DescribeLinks()
 	return s.empty() ? "none" : s;
 }
 
-// The link that reaches @host now: its name, or "" (with *pending set when
-// a link is still coming up and might turn out to be the one).
-std::string RouteTo(uint64_t host, int preferred, bool *pending)
+// The link that reaches @host now (@preferred when it is one of those): its
+// name, or "" (with *pending set when a link is still coming up and might
+// turn out to be the one).
+std::string RouteTo(uint64_t host, const std::string &preferred, bool *pending)
 {
 	*pending = false;
 	tb5_link_info *links = nullptr;
@@ -570,9 +584,7 @@ std::string RouteTo(uint64_t host, int preferred, bool *pending)
 		}
 		if (l.peer_host != host)
 			continue;
-		bool is_pref = preferred >= 0 && preferred < (int)g.devs.size() &&
-			       g.devs[preferred].name == l.name;
-		if (best.empty() || is_pref)
+		if (best.empty() || preferred == l.name)
 			best = l.name;
 	}
 	tb5_free_link_list(links);
@@ -635,10 +647,11 @@ void ListLocked()
 		 tb5_version());
 }
 
-bool ValidDev(int dev)
+// NCCL device @dev's name, or "" when there is no such device.
+std::string DevName(int dev)
 {
 	std::lock_guard lk(g.mu);
-	return dev >= 0 && dev < (int)g.devs.size();
+	return dev >= 0 && dev < (int)g.devs.size() ? g.devs[dev].name : std::string();
 }
 
 } // namespace
@@ -672,12 +685,7 @@ ncclResult_t Finalize(void *ctx)
 	if (!g.open.empty())
 		TB5_INFO(NCCL_NET, "finalize with %zu link%s still in use", g.open.size(),
 			 g.open.size() == 1 ? "" : "s");
-	for (auto &[name, d] : g.open) {
-		LogStats(d.get());
-		if (d->dev)
-			tb5_close(d->dev);
-	}
-	g.open.clear();
+	g.CloseLinks();
 	g.connecting.clear();
 	g.waits.clear();
 	g.listed = false;
@@ -834,18 +842,18 @@ ncclResult_t Connect(int dev, void *handle, void **send_comm)
 				 kHandleVersion);
 			return ncclInvalidArgument;
 		}
-		if (!ValidDev(dev)) {
+		const std::string dev_name = DevName(dev);
+		if (dev_name.empty()) {
 			TB5_WARN("connect: no device %d", dev);
 			return ncclInvalidArgument;
 		}
 		char peer_link[TB5_NAME_MAX + 1] = {};
 		std::memcpy(peer_link, h->link, TB5_NAME_MAX);
 		bool pending = false;
-		std::string route = RouteTo(h->host, dev, &pending);
+		std::string route = RouteTo(h->host, dev_name, &pending);
 		if (route.empty()) {
 			// A link still coming up may be the one: try again later,
-			// within the connect timeout (kept in the handle's stage by
-			// a placeholder attempt).
+			// within the connect timeout (g.waits: since when).
 			auto now = std::chrono::steady_clock::now();
 			auto key = std::make_pair(h->host, h->service);
 			long limit = EnvLong("TB5_NCCL_CONNECT_TIMEOUT_MS", 20000, 0, INT_MAX);
@@ -1130,7 +1138,7 @@ ncclResult_t Test(void *request, int *done, int *sizes)
 	*done = 0;
 	auto *req = static_cast<Request *>(request);
 	Comm *c = req->comm;
-	if (!req->in_use)
+	if (!InUse(req))
 		return ncclInvalidArgument;
 	if (req->pending.load(std::memory_order_acquire) > 0) {
 		Progress(c->dev);
