@@ -83,9 +83,21 @@ ncclResult_t SetNetAttrV12(void *ctx, ncclNetAttr_v12_t *attr)
 	return SetNetAttr(ctx, attr);
 }
 
-// Older property layouts: the same values, field by field.
-template <typename P> void CopyCommon(const ncclNetProperties_v12_t &p, P *out)
+// Older property layouts: the same values, field by field, for the fields
+// each layout has. v7 and v8 have no vProps and take int sizes: they are
+// not told of virtual devices or of messages they cannot express (NCCL
+// caps its transfers by what the ABI can say). A virtual device of more
+// links than a layout's vProps can name cannot be described to it.
+template <typename P> ncclResult_t GetPropertiesAs(int dev, P *out)
 {
+	constexpr bool has_vprops = requires { out->vProps; };
+	ncclNetProperties_v12_t p;
+	ncclResult_t r = GetProperties(dev, &p);
+	if (r != ncclSuccess)
+		return r;
+	if (p.vProps.ndevs > (has_vprops ? NCCL_NET_MAX_DEVS_PER_NIC : 1))
+		return ncclInvalidUsage;
+	std::memset(out, 0, sizeof(*out));
 	out->name = p.name;
 	out->pciPath = p.pciPath;
 	out->guid = p.guid;
@@ -97,75 +109,18 @@ template <typename P> void CopyCommon(const ncclNetProperties_v12_t &p, P *out)
 	out->maxRecvs = p.maxRecvs;
 	out->netDeviceType = p.netDeviceType;
 	out->netDeviceVersion = p.netDeviceVersion;
-}
-
-template <typename P> void CopyV9(const ncclNetProperties_v12_t &p, P *out)
-{
-	CopyCommon(p, out);
-	out->regIsGlobal = p.regIsGlobal;
-	out->forceFlush = p.forceFlush;
-	out->vProps.ndevs = p.vProps.ndevs;
-	for (int i = 0; i < NCCL_NET_MAX_DEVS_PER_NIC; i++)
-		out->vProps.devs[i] = p.vProps.devs[i];
-	out->maxP2pBytes = p.maxP2pBytes;
-	out->maxCollBytes = p.maxCollBytes;
-}
-
-// A device that is a virtual device of more links than an older ABI's
-// vProps can name cannot be described to it.
-ncclResult_t Props(int dev, ncclNetProperties_v12_t *p, int max_vdev)
-{
-	ncclResult_t r = GetProperties(dev, p);
-	if (r == ncclSuccess && p->vProps.ndevs > max_vdev)
-		return ncclInvalidUsage;
-	return r;
-}
-
-ncclResult_t GetPropertiesV11(int dev, ncclNetProperties_v11_t *out)
-{
-	ncclNetProperties_v12_t p;
-	ncclResult_t r = Props(dev, &p, NCCL_NET_MAX_DEVS_PER_NIC);
-	if (r != ncclSuccess)
-		return r;
-	std::memset(out, 0, sizeof(*out));
-	CopyV9(p, out);
-	out->maxMultiRequestSize = p.maxMultiRequestSize;
-	return ncclSuccess;
-}
-
-ncclResult_t GetPropertiesV9(int dev, ncclNetProperties_v9_t *out)
-{
-	ncclNetProperties_v12_t p;
-	ncclResult_t r = Props(dev, &p, NCCL_NET_MAX_DEVS_PER_NIC);
-	if (r != ncclSuccess)
-		return r;
-	std::memset(out, 0, sizeof(*out));
-	CopyV9(p, out);
-	return ncclSuccess;
-}
-
-// v7 and v8 take int sizes: they must not be told of messages they cannot
-// express (NCCL caps its transfers by what the ABI can say).
-ncclResult_t GetPropertiesV8(int dev, ncclNetProperties_v8_t *out)
-{
-	ncclNetProperties_v12_t p;
-	ncclResult_t r = Props(dev, &p, 1);
-	if (r != ncclSuccess)
-		return r;
-	std::memset(out, 0, sizeof(*out));
-	CopyCommon(p, out);
-	out->regIsGlobal = p.regIsGlobal;
-	return ncclSuccess;
-}
-
-ncclResult_t GetPropertiesV7(int dev, ncclNetProperties_v7_t *out)
-{
-	ncclNetProperties_v12_t p;
-	ncclResult_t r = Props(dev, &p, 1);
-	if (r != ncclSuccess)
-		return r;
-	std::memset(out, 0, sizeof(*out));
-	CopyCommon(p, out);
+	if constexpr (requires { out->regIsGlobal; })
+		out->regIsGlobal = p.regIsGlobal;
+	if constexpr (has_vprops) {
+		out->forceFlush = p.forceFlush;
+		out->vProps.ndevs = p.vProps.ndevs;
+		for (int i = 0; i < NCCL_NET_MAX_DEVS_PER_NIC; i++)
+			out->vProps.devs[i] = p.vProps.devs[i];
+		out->maxP2pBytes = p.maxP2pBytes;
+		out->maxCollBytes = p.maxCollBytes;
+	}
+	if constexpr (requires { out->maxMultiRequestSize; })
+		out->maxMultiRequestSize = p.maxMultiRequestSize;
 	return ncclSuccess;
 }
 
@@ -251,34 +206,34 @@ TB5_EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = {
 };
 
 TB5_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
-	kName, InitV11, Devices, GetPropertiesV11, ListenV11, ConnectV11, AcceptV7,
+	kName, InitV11, Devices, GetPropertiesAs<ncclNetProperties_v11_t>, ListenV11, ConnectV11, AcceptV7,
 	RegMr, RegMrDmaBuf, DeregMr, IsendV10, IrecvV10, Iflush, Test,
 	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
 	MakeVDeviceV9, Finalize, SetNetAttrV12,
 };
 
 TB5_EXPORT const ncclNet_v10_t ncclNetPlugin_v10 = {
-	kName, InitV10, Devices, GetPropertiesV9, Listen, ConnectV10, AcceptV7,
+	kName, InitV10, Devices, GetPropertiesAs<ncclNetProperties_v9_t>, Listen, ConnectV10, AcceptV7,
 	RegMr, RegMrDmaBuf, DeregMr, IsendV10, IrecvV10, Iflush, Test,
 	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
 	MakeVDeviceV9,
 };
 
 TB5_EXPORT const ncclNet_v9_t ncclNetPlugin_v9 = {
-	kName, InitV7, Devices, GetPropertiesV9, Listen, ConnectV7, AcceptV7,
+	kName, InitV7, Devices, GetPropertiesAs<ncclNetProperties_v9_t>, Listen, ConnectV7, AcceptV7,
 	RegMr, RegMrDmaBuf, DeregMr, IsendV9, IrecvV9, Iflush, Test,
 	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
 	MakeVDeviceV9,
 };
 
 TB5_EXPORT const ncclNet_v8_t ncclNetPlugin_v8 = {
-	kName, InitV7, Devices, GetPropertiesV8, Listen, ConnectV7, AcceptV7,
+	kName, InitV7, Devices, GetPropertiesAs<ncclNetProperties_v8_t>, Listen, ConnectV7, AcceptV7,
 	RegMr, RegMrDmaBuf, DeregMr, IsendV7, IrecvV7, Iflush, Test,
 	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
 };
 
 TB5_EXPORT const ncclNet_v7_t ncclNetPlugin_v7 = {
-	kName, InitV7, Devices, GetPropertiesV7, Listen, ConnectV7, AcceptV7,
+	kName, InitV7, Devices, GetPropertiesAs<ncclNetProperties_v7_t>, Listen, ConnectV7, AcceptV7,
 	RegMrV7, RegMrDmaBuf, DeregMr, IsendV7, IrecvV7, Iflush, Test,
 	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
 };
