@@ -2,8 +2,8 @@
 //
 // checks_plugin.cc - plugin: the NCCL network plugin (libnccl-net-tb5.so)
 // loads, calls itself "TB5", initialises and reports its devices, as NCCL
-// would see it. Only the start of the ncclNet_vN_t structs is needed: every
-// version begins with the name, then init, then devices.
+// would see it, through the plugin ABI's own description
+// (plugin/nccl_net_abi.h).
 #include "checks.hpp"
 
 #include <dlfcn.h>
@@ -16,27 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "nccl_net_abi.h"
+
 namespace tb5selftest {
 namespace {
 
 const char kDefaultPlugin[] = "libnccl-net-tb5.so";
-
-// NCCL's types, as far as they are used here.
-using ncclResult = int;
-using Logger = void (*)(int level, unsigned long flags, const char *file, int line, const char *fmt, ...);
-using ProfilerCallback = ncclResult (*)(void **handle, int type, void *parent, int64_t plugin_id, void *data);
-
-struct NetV7toV9 {			// ncclNet_v7_t .. ncclNet_v9_t
-	const char *name;
-	ncclResult (*init)(Logger logger);
-	ncclResult (*devices)(int *ndev);
-};
-
-struct NetV10 {				// ncclNet_v10_t
-	const char *name;
-	ncclResult (*init)(Logger logger, ProfilerCallback profiler);
-	ncclResult (*devices)(int *ndev);
-};
 
 std::mutex log_mu;
 std::vector<std::string> log_lines;
@@ -59,7 +44,7 @@ const char *LevelName(int level)
 }
 
 __attribute__((format(printf, 5, 6)))
-void CollectLog(int level, unsigned long flags, const char *file, int line, const char *fmt, ...)
+void CollectLog(ncclDebugLogLevel level, unsigned long flags, const char *file, int line, const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
@@ -72,7 +57,7 @@ void CollectLog(int level, unsigned long flags, const char *file, int line, cons
 	log_lines.push_back(Format("%s %s:%d %s", LevelName(level), file ? file : "?", line, buf));
 }
 
-ncclResult NoProfiler(void **handle, int type, void *parent, int64_t plugin_id, void *data)
+ncclResult_t NoProfiler(void **handle, int type, void *parent, int64_t plugin_id, void *data)
 {
 	(void)type;
 	(void)parent;
@@ -80,7 +65,7 @@ ncclResult NoProfiler(void **handle, int type, void *parent, int64_t plugin_id, 
 	(void)data;
 	if (handle)
 		*handle = nullptr;
-	return 0;
+	return ncclSuccess;
 }
 
 std::string LogTail(size_t max)
@@ -144,17 +129,18 @@ void RunPluginCheck(const Options &opt, Report &report)
 			 " (devices not queried: only v11+ exported)");
 	} else {
 		const char *call = "init";
-		ncclResult res;
+		ncclResult_t res;
 		int ndev = -1;
 		if (version == 10) {
-			const auto *net = static_cast<const NetV10 *>(sym);
+			const auto *net = static_cast<const ncclNet_v10_t *>(sym);
 			res = net->init(CollectLog, NoProfiler);
 			if (!res) {
 				call = "devices";
 				res = net->devices(&ndev);
 			}
 		} else {
-			const auto *net = static_cast<const NetV7toV9 *>(sym);
+			// v7 .. v9 begin alike: name, init(logger), devices.
+			const auto *net = static_cast<const ncclNet_v7_t *>(sym);
 			res = net->init(CollectLog);
 			if (!res) {
 				call = "devices";
