@@ -346,9 +346,8 @@ TEST_P(PluginVersion, SizesFromZeroTo256MiBEveryByteChecked)
 	Pair(a, b);
 	// TB5_PLUGIN_TEST_MAX_MIB caps the sizes (the VM has little memory
 	// and emulated CPUs).
-	size_t cap = (size_t)std::strtoul(std::getenv("TB5_PLUGIN_TEST_MAX_MIB") ?
-						  std::getenv("TB5_PLUGIN_TEST_MAX_MIB") : "256",
-					  nullptr, 10) << 20;
+	const char *cap_mib = std::getenv("TB5_PLUGIN_TEST_MAX_MIB");
+	size_t cap = (size_t)std::strtoul(cap_mib ? cap_mib : "256", nullptr, 10) << 20;
 	std::vector<size_t> sizes;
 	for (size_t n : {(size_t)0, (size_t)1, (size_t)7, (size_t)4095, (size_t)4096,
 			 (size_t)4097, (size_t)65539, (size_t)(1 << 20) + 1, (size_t)16 << 20,
