@@ -406,9 +406,7 @@ static void ioc_info(struct tb5_ctx *ctx, struct tb5_info *arg)
 	arg->max_frame = TB5_FRAME_MAX;
 	arg->speed_mbps = READ_ONCE(dev->speed_mbps);
 	arg->features = TB5_FEATURE_HOST_MEM | TB5_FEATURE_DMABUF |
-			TB5_FEATURE_WELL_KNOWN;
-	if (dev->loop)
-		arg->features |= TB5_FEATURE_LOOP;
+			TB5_FEATURE_WELL_KNOWN | dev->ops->features;
 }
 
 static void ioc_version(struct tb5_version *arg)

@@ -121,7 +121,7 @@ static DEVICE_ATTR_RO(speed_mbps);
 static ssize_t backend_show(struct device *d, struct device_attribute *a,
 			    char *buf)
 {
-	return sysfs_emit(buf, "%s\n", to_tb5(d)->loop ? "loop" : "tb");
+	return sysfs_emit(buf, "%s\n", to_tb5(d)->ops->name);
 }
 static DEVICE_ATTR_RO(backend);
 
@@ -145,18 +145,21 @@ TB5_STAT_ATTR(errors, st.rx_errors);
 static ssize_t plugged_show(struct device *d, struct device_attribute *a,
 			    char *buf)
 {
-	return sysfs_emit(buf, "%d\n", tb5_loop_plugged(to_tb5(d)));
+	struct tb5_dev *dev = to_tb5(d);
+
+	return sysfs_emit(buf, "%d\n", dev->ops->plugged(dev));
 }
 
 static ssize_t plugged_store(struct device *d, struct device_attribute *a,
 			     const char *buf, size_t count)
 {
+	struct tb5_dev *dev = to_tb5(d);
 	bool plugged;
 	int ret = kstrtobool(buf, &plugged);
 
 	if (ret)
 		return ret;
-	ret = tb5_loop_set_plugged(to_tb5(d), plugged);
+	ret = dev->ops->set_plugged(dev, plugged);
 	return ret ? ret : count;
 }
 static DEVICE_ATTR_RW(plugged);
@@ -182,7 +185,8 @@ static umode_t tb5_link_attr_visible(struct kobject *kobj,
 {
 	struct tb5_dev *dev = to_tb5(kobj_to_dev(kobj));
 
-	if (attr == &dev_attr_plugged.attr && !dev->loop)
+	if (attr == &dev_attr_plugged.attr &&
+	    !(dev->ops->plugged && dev->ops->set_plugged))
 		return 0;
 	return attr->mode;
 }
@@ -202,14 +206,8 @@ static const struct attribute_group *tb5_link_groups[] = {
 static int tb5_dev_tx(void *priv, const struct tb5_tx_frame *frame)
 {
 	struct tb5_dev *dev = priv;
-	/* The core never transmits on a link that is down; tb lets go after. */
-	struct tb5_tb_link *tbl = READ_ONCE(dev->tb);
 
-	if (dev->loop)
-		return tb5_loop_tx(dev, frame);
-	if (tbl)
-		return tb5_tb_tx(tbl, frame);
-	return -ENOLINK;
+	return dev->ops->tx(dev, frame);
 }
 
 static int tb5_dev_copy_to(void *priv, const struct tb5_mem *dst,
@@ -321,10 +319,12 @@ const struct tb5_link_ops tb5_dev_link_ops = {
 /* -- lifecycle ----------------------------------------------------------- */
 
 /*
- * A new link end, with a reference for the caller. @index is the n of
- * /dev/tb5_<n>, or TB5_DEV_INDEX_ANY for the lowest free one.
+ * A new link end of the backend @ops, with a reference for the caller.
+ * @index is the n of /dev/tb5_<n>, or TB5_DEV_INDEX_ANY for the lowest free
+ * one; @backend is the backend's state for the end (dev->backend).
  */
-struct tb5_dev *tb5_dev_create(u32 index, u64 host_id)
+struct tb5_dev *tb5_dev_create(u32 index, u64 host_id,
+			       const struct tb5_backend_ops *ops, void *backend)
 {
 	struct tb5_link_config cfg = {
 		.ring_size = tb5_ring_size,
@@ -340,6 +340,8 @@ struct tb5_dev *tb5_dev_create(u32 index, u64 host_id)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&dev->ref);
 	dev->host_id = host_id;
+	dev->ops = ops;
+	dev->backend = backend;
 	if (index == TB5_DEV_INDEX_ANY)
 		ret = xa_alloc(&tb5_devs, &dev->index, dev,
 			       XA_LIMIT(0, TB5_MAX_LINKS - 1), GFP_KERNEL);

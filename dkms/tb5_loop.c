@@ -52,27 +52,39 @@ static void loop_work(struct work_struct *work)
 		cond_resched();
 }
 
-int tb5_loop_tx(struct tb5_dev *dev, const struct tb5_tx_frame *frame)
+/* Which of its pair's two ends @dev is. */
+static int loop_end(const struct tb5_loop_pair *pair, const struct tb5_dev *dev)
 {
-	struct tb5_loop_pair *pair = dev->loop;
-	int ret = tb5_rm_tx(pair->rm, dev->loop_end, frame);
+	return pair->ends[1] == dev;
+}
 
+static int loop_tx(struct tb5_dev *dev, const struct tb5_tx_frame *frame)
+{
+	struct tb5_loop_pair *pair = dev->backend;
+	int ret;
+
+	/* The pair outlives its ends' links: this only guards the contract. */
+	if (!pair)
+		return -ENOLINK;
+	ret = tb5_rm_tx(pair->rm, loop_end(pair, dev), frame);
 	if (!ret)
 		queue_work(tb5_loop_wq, &pair->work);
 	return ret;
 }
 
-bool tb5_loop_plugged(struct tb5_dev *dev)
+static int loop_plugged(struct tb5_dev *dev)
 {
-	return dev->loop && tb5_rm_plugged(dev->loop->rm);
+	struct tb5_loop_pair *pair = dev->backend;
+
+	return pair && tb5_rm_plugged(pair->rm);
 }
 
-int tb5_loop_set_plugged(struct tb5_dev *dev, bool plugged)
+static int loop_set_plugged(struct tb5_dev *dev, bool plugged)
 {
-	struct tb5_loop_pair *pair = dev->loop;
+	struct tb5_loop_pair *pair = dev->backend;
 
 	if (!pair)
-		return -EOPNOTSUPP;
+		return -ENODEV;
 	mutex_lock(&pair->plug_lock);
 	if (plugged) {
 		tb5_rm_plug(pair->rm);
@@ -83,6 +95,14 @@ int tb5_loop_set_plugged(struct tb5_dev *dev, bool plugged)
 	mutex_unlock(&pair->plug_lock);
 	return 0;
 }
+
+static const struct tb5_backend_ops tb5_loop_ops = {
+	.name = "loop",
+	.features = TB5_FEATURE_LOOP,
+	.tx = loop_tx,
+	.plugged = loop_plugged,
+	.set_plugged = loop_set_plugged,
+};
 
 static void loop_pair_destroy(struct tb5_loop_pair *pair)
 {
@@ -95,6 +115,10 @@ static void loop_pair_destroy(struct tb5_loop_pair *pair)
 	cancel_work_sync(&pair->work);
 	for (i = 0; i < 2; i++) {
 		tb5_rm_attach(pair->rm, i, NULL);
+		if (!pair->ends[i])
+			continue;
+		/* A file still open keeps the end, not the pair. */
+		WRITE_ONCE(pair->ends[i]->backend, NULL);
 		tb5_dev_destroy(pair->ends[i]);
 	}
 	tb5_rm_destroy(pair->rm);
@@ -117,14 +141,13 @@ static struct tb5_loop_pair *loop_pair_create(u32 first_index, u64 host_base)
 		goto err_free;
 	for (i = 0; i < 2; i++) {
 		struct tb5_dev *dev = tb5_dev_create(first_index + i,
-						     host_base | (first_index + i));
+						     host_base | (first_index + i),
+						     &tb5_loop_ops, pair);
 
 		if (IS_ERR(dev)) {
 			ret = PTR_ERR(dev);
 			goto err_destroy;
 		}
-		dev->loop = pair;
-		dev->loop_end = i;
 		pair->ends[i] = dev;
 		tb5_rm_attach(pair->rm, i, dev->link);
 	}

@@ -4,8 +4,9 @@
  *
  *   tb5_dev   one link end: a core link, a character device /dev/tb5_<n>,
  *             its sysfs attributes, and the backend that owns its rings
- *             (a loop pair, or a Thunderbolt cable: tb5_tb.c); counted, so
- *             that a file left open across a hot-unplug keeps it alive
+ *             (a loop pair, or a Thunderbolt cable: tb5_tb.c), reached
+ *             through the backend's tb5_backend_ops; counted, so that a
+ *             file left open across a hot-unplug keeps it alive
  *   tb5_ctx   one open() of a tb5_dev: memory regions, endpoints, the
  *             completion queue; all freed when the file is released
  *   tb5_mr    a registered memory region (pinned user pages or a dma-buf),
@@ -43,8 +44,28 @@ extern unsigned int tb5_ring_size;
 extern struct class tb5_class;
 extern atomic64_t tb5_pinned_pages;
 
-struct tb5_loop_pair;
-struct tb5_tb_link;
+struct tb5_dev;
+
+/**
+ * struct tb5_backend_ops - what a link end asks of the backend that owns its
+ * rings. Each backend fills one (tb5_loop.c, tb5_tb.c); tb5_dev.c and the
+ * rest of the module reach backends only through it.
+ * @name:	the backend's name in sysfs (`backend`)
+ * @features:	TB5_FEATURE_* flags every link end of the backend has
+ * @tx:		queue one frame on the end's TX ring; called by the core under
+ *		its link lock, so it must not sleep. -ENOLINK once the backend
+ *		has let go of the end (its @backend pointer is NULL).
+ * @plugged:	optional: whether the end's cable is in (1) or out (0)
+ * @set_plugged: optional: pull (false) or plug back (true) the end's cable;
+ *		with @plugged, the `plugged` attribute appears
+ */
+struct tb5_backend_ops {
+	const char *name;
+	u32 features;
+	int (*tx)(struct tb5_dev *dev, const struct tb5_tx_frame *frame);
+	int (*plugged)(struct tb5_dev *dev);
+	int (*set_plugged)(struct tb5_dev *dev, bool plugged);
+};
 
 /*
  * One link end. The backend creates it, publishes it, and lets go of it with
@@ -66,11 +87,10 @@ struct tb5_dev {
 	bool published;			/* under tb5_devs' lock: open() may find it */
 	bool indexed;			/* @index is reserved in tb5_devs */
 	u32 speed_mbps;			/* the link's speed; 0: no wire (loop) */
-	/* The loop backend: the pair and which of its two ends this is. */
-	struct tb5_loop_pair *loop;
-	int loop_end;
-	/* The tb backend: its link, NULL once it has let go. */
-	struct tb5_tb_link *tb;
+	const struct tb5_backend_ops *ops;	/* set at creation, never NULL */
+	/* The backend's own state for this end (a loop pair, a tb link); NULL
+	 * once the backend has let go. Read with READ_ONCE(). */
+	void *backend;
 };
 
 struct tb5_cq {
@@ -129,7 +149,8 @@ struct tb5_kep {
 /* tb5_dev.c */
 int tb5_dev_init(void);
 void tb5_dev_exit(void);
-struct tb5_dev *tb5_dev_create(u32 index, u64 host_id);
+struct tb5_dev *tb5_dev_create(u32 index, u64 host_id,
+			       const struct tb5_backend_ops *ops, void *backend);
 void tb5_dev_destroy(struct tb5_dev *dev);
 int tb5_dev_publish(struct tb5_dev *dev);
 void tb5_dev_unpublish(struct tb5_dev *dev);
@@ -158,9 +179,6 @@ int tb5_cq_mmap(struct tb5_cq *cq, struct vm_area_struct *vma);
 /* tb5_loop.c */
 int tb5_loop_init(unsigned int pairs, u32 first_index, u64 host_base);
 void tb5_loop_exit(void);
-int tb5_loop_set_plugged(struct tb5_dev *dev, bool plugged);
-bool tb5_loop_plugged(struct tb5_dev *dev);
-int tb5_loop_tx(struct tb5_dev *dev, const struct tb5_tx_frame *frame);
 
 /*
  * tb5_tb.c: the Thunderbolt backend. Kbuild builds it, and defines
@@ -170,7 +188,6 @@ int tb5_loop_tx(struct tb5_dev *dev, const struct tb5_tx_frame *frame);
 #ifdef TB5_TB_BACKEND
 int tb5_tb_init(void);
 void tb5_tb_exit(void);
-int tb5_tb_tx(struct tb5_tb_link *tbl, const struct tb5_tx_frame *frame);
 #else
 static inline int tb5_tb_init(void)
 {
@@ -179,12 +196,6 @@ static inline int tb5_tb_init(void)
 
 static inline void tb5_tb_exit(void)
 {
-}
-
-static inline int tb5_tb_tx(struct tb5_tb_link *tbl,
-			    const struct tb5_tx_frame *frame)
-{
-	return -ENOLINK;
 }
 #endif
 

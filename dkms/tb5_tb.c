@@ -150,7 +150,7 @@ static struct tb5_tb_link *to_tbl(struct device *d)
 	struct tb5_dev *dev = dev_get_drvdata(d);
 
 	/* The attributes are removed before the backend lets go. */
-	return dev->tb;
+	return dev->backend;
 }
 
 static ssize_t lane_gbps_show(struct device *d, struct device_attribute *a,
@@ -270,14 +270,18 @@ static const void *tb5_tb_resolve(const struct tb5_mem *mem, u32 len)
  * slot's DMA buffer: the send's memory is the caller's again as soon as the
  * frame has left the ring, as the core expects.
  */
-int tb5_tb_tx(struct tb5_tb_link *tbl, const struct tb5_tx_frame *f)
+static int tb5_tb_tx(struct tb5_dev *dev, const struct tb5_tx_frame *f)
 {
+	/* The core never transmits on a link that is down; tb lets go after. */
+	struct tb5_tb_link *tbl = READ_ONCE(dev->backend);
 	const void *src;
 	struct tb5_tb_buf *b;
 	u8 pdf_sof, pdf_eof;
 	u32 size, slot;
 	int ret;
 
+	if (!tbl)
+		return -ENOLINK;
 	ret = tb5_tb_tx_desc(f->sof, f->eof, f->len, &pdf_sof, &pdf_eof, &size);
 	if (ret)
 		return ret;
@@ -321,6 +325,11 @@ out:
 	spin_unlock_bh(&tbl->tx_lock);
 	return ret;
 }
+
+static const struct tb5_backend_ops tb5_tb_ops = {
+	.name = "tb",
+	.tx = tb5_tb_tx,
+};
 
 /* A TX slot came back from the NHI. */
 static void tb5_tb_tx_reaped(struct tb5_tb_link *tbl, struct tb5_tb_buf *b)
@@ -995,7 +1004,8 @@ static int tb5_tb_probe(struct tb_service *svc, const struct tb_service_id *id)
 		ret = -ENOMEM;
 		goto err_bufs;
 	}
-	dev = tb5_dev_create(TB5_DEV_INDEX_ANY, tb5_tb_host_id);
+	dev = tb5_dev_create(TB5_DEV_INDEX_ANY, tb5_tb_host_id, &tb5_tb_ops,
+			     tbl);
 	if (IS_ERR(dev)) {
 		ret = PTR_ERR(dev);
 		goto err_bufs;
@@ -1003,7 +1013,6 @@ static int tb5_tb_probe(struct tb_service *svc, const struct tb_service_id *id)
 	tbl->dev = dev;
 	dev->parent = &svc->dev;
 	dev->groups = tb5_tb_groups;
-	WRITE_ONCE(dev->tb, tbl);
 	tb5_tb_read_speed(tbl);
 	ret = tb5_dev_publish(dev);
 	if (ret)
@@ -1022,7 +1031,7 @@ static int tb5_tb_probe(struct tb_service *svc, const struct tb_service_id *id)
 	return 0;
 
 err_dev:
-	WRITE_ONCE(dev->tb, NULL);
+	WRITE_ONCE(dev->backend, NULL);
 	tb5_dev_destroy(dev);
 err_bufs:
 	tb5_tb_bufs_free(tbl, tbl->rx_bufs, DMA_FROM_DEVICE);
@@ -1050,7 +1059,7 @@ static void tb5_tb_remove(struct tb_service *svc)
 	dev_info(&svc->dev, "tb5_%u: link removed\n", dev->index);
 	/* Files still open keep the end (its link is down) but not us. */
 	tb5_dev_unpublish(dev);
-	WRITE_ONCE(dev->tb, NULL);
+	WRITE_ONCE(dev->backend, NULL);
 	tb5_dev_destroy(dev);
 	tb5_tb_bufs_free(tbl, tbl->rx_bufs, DMA_FROM_DEVICE);
 	tb5_tb_bufs_free(tbl, tbl->tx_bufs, DMA_TO_DEVICE);
