@@ -34,7 +34,10 @@
 # (seconds, default 900), TB5_VM_SCRIPT (a script to run instead of
 # TEST_DIR/vm-tests.sh; it is copied to /tests), TB5_VM_MODULES (extra
 # modules), TB5_VM_APPEND (extra kernel parameters), TB5_VM_QUIET=1 (only the
-# test script's lines on stdout, not the kernel's; the log keeps both).
+# test script's lines on stdout, not the kernel's; the log keeps both),
+# TB5_VM_QEMU_ARGS (more QEMU arguments, e.g. the emulated fabric's cables:
+# ci/vm/run-pair.sh), TB5_VM_LOG_NAME (the log's name instead of
+# <kver>[-<script>], without .log).
 set -euo pipefail
 # shellcheck source=ci/kernel-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../kernel-lib.sh"
@@ -191,8 +194,10 @@ boot() {
 	# at once). Nested KVM is unusable on these machines. The log is
 	# written as the console goes (sed -u): it can be followed while the VM
 	# runs, and a stopped run keeps all of it.
+	local -a extra=()
+	read -r -a extra <<<"${TB5_VM_QEMU_ARGS:-}"
 	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -accel tcg -cpu max \
-		-m "$MEM" -smp "$SMP" -nographic -no-reboot -net none \
+		-m "$MEM" -smp "$SMP" -nographic -no-reboot -net none "${extra[@]}" \
 		-kernel "$VMLINUZ" -initrd "$WORK/initramfs.gz" -append "$append" \
 		</dev/null 2>&1 | sed -u 's/\r//g' | tee "$LOG" | "${show[@]}" ||
 		rc=${PIPESTATUS[0]}
@@ -261,6 +266,7 @@ main() {
 	LOG=$(realpath "$LOGDIR")/$KVER.log
 	[[ ${SCRIPT##*/} == vm-tests.sh ]] ||
 		LOG=${LOG%.log}-$(basename "$SCRIPT" .sh).log
+	[[ -z ${TB5_VM_LOG_NAME:-} ]] || LOG=$(realpath "$LOGDIR")/$TB5_VM_LOG_NAME.log
 	WORK=$(mktemp -d "${TMPDIR:-/tmp}/tb5-vm.XXXXXX")
 	RD=$WORK/root
 	trap 'rm -rf "$WORK"' EXIT

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# ci/vm/run-pair.sh KERNEL TB5_KO TBEMU_KO TEST_DIR [LOG_DIR] - two hosts
+# cabled together on the emulated USB4 fabric: boots two VMs of KERNEL at
+# once (ci/vm/run.sh each), joined by TB5_FABRIC_CABLES cables (default 1).
+# A cable is a QEMU ivshmem-plain device in both VMs backed by one file in
+# /dev/shm; in the guests tbemu.ko (tests/tbemu/) binds to it and stands in
+# for thunderbolt.ko, so the tb5.ko that DKMS built runs its tb backend over
+# it unchanged.
+#
+# Each VM runs TEST_DIR/vm-tests-fabric.sh (or TB5_VM_SCRIPT) with
+# TB5K_ROLE=a or b and TB5K_CABLES; tbemu.ko is copied beside it. Logs:
+# LOG_DIR/<kver>-fabric-a.log and -b.log. Passes when both VMs pass
+# (run.sh's verdict: end marker, rc 0, no kernel warning in either log).
+#
+# Knobs: TB5_FABRIC_CABLES, TB5_VM_APPEND (e.g. swiotlb=force) and the other
+# knobs of ci/vm/run.sh; TB5_VM_SMP defaults to 1 here (two guests share
+# the host's cores).
+set -euo pipefail
+# shellcheck source=ci/kernel-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../kernel-lib.sh"
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+(($# >= 4 && $# <= 5)) || tb5_die "usage: ${0##*/} KERNEL TB5_KO TBEMU_KO TEST_DIR [LOG_DIR]"
+KERNEL=$1
+KO=$(realpath "$2")
+EMU=$(realpath "$3")
+TESTS=$(realpath "$4")
+LOGDIR=$(realpath -m "${5:-$TB5_ROOT/build-kernel/vm-logs}")
+CABLES=${TB5_FABRIC_CABLES:-1}
+SCRIPT=${TB5_VM_SCRIPT:-$TESTS/vm-tests-fabric.sh}
+[[ -f $KO && -f $EMU && -f $SCRIPT ]] || tb5_die "missing $KO, $EMU or $SCRIPT"
+[[ $CABLES =~ ^[1-4]$ ]] || tb5_die "TB5_FABRIC_CABLES=$CABLES: 1..4"
+mkdir -p "$LOGDIR"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tb5-pair.XXXXXX")
+SHM=$(mktemp -d /dev/shm/tb5-fabric.XXXXXX)
+trap 'rm -rf "$WORK" "$SHM"' EXIT
+mkdir -p "$WORK/tests"
+cp -a "$TESTS/." "$WORK/tests/"
+cp "$EMU" "$WORK/tests/tbemu.ko"
+
+# The cables: one zeroed file each, shared by both VMs (the first tbemu.ko
+# to bind lays it out). ivshmem wants a power of two.
+qemu_args=""
+for ((i = 0; i < CABLES; i++)); do
+	truncate -s 4M "$SHM/cable$i"
+	qemu_args+=" -object memory-backend-file,id=cable$i,share=on,mem-path=$SHM/cable$i,size=4M"
+	qemu_args+=" -device ivshmem-plain,memdev=cable$i"
+done
+
+kver() {
+	# The release run.sh names its log after.
+	if [[ -f $TB5_KCACHE/kernels/$KERNEL.env ]]; then
+		tb5_kernel_env "$KERNEL"
+		echo "$TB5_K_VER"
+	else
+		echo "$KERNEL"
+	fi
+}
+KVER=$(kver)
+
+start=$SECONDS
+pids=()
+for role in a b; do
+	TB5_VM_QEMU_ARGS="$qemu_args" TB5_VM_LOG_NAME="$KVER-fabric-$role" \
+		TB5_VM_SCRIPT="$SCRIPT" TB5_VM_SMP="${TB5_VM_SMP:-1}" \
+		TB5K_ROLE=$role TB5K_CABLES=$CABLES \
+		"$HERE/run.sh" "$KERNEL" "$KO" "$WORK/tests" "$LOGDIR" \
+		>"$WORK/$role.out" 2>&1 &
+	pids+=($!)
+done
+rc=0
+for i in 0 1; do
+	wait "${pids[$i]}" || rc=1
+done
+for role in a b; do
+	sed "s/^/[$role] /" "$WORK/$role.out"
+done
+verdict=PASS
+((rc == 0)) || verdict=FAIL
+echo "vm-pair: $KVER, $CABLES cable(s)${TB5_VM_APPEND:+, $TB5_VM_APPEND}: $verdict ($(tb5_fmt_secs $((SECONDS - start))))"
+exit "$rc"
