@@ -14,6 +14,12 @@
 #      tests/kernel/ has no vm-tests.sh
 #   5. ci/vm/run.sh: each kernel booted under QEMU with its tb5.ko and the
 #      tests (console logs in build-kernel/vm-logs/<kver>.log)
+#   6. the emulated USB4 fabric: tbemu.ko built for each kernel
+#      (tests/tbemu/build.sh, build-kernel/tbemu/<kver>/), then two VMs of
+#      each kernel cabled together (ci/vm/run-pair.sh) running the tb
+#      backend of the same tb5.ko (tests/kernel/vm-tests-fabric.sh; logs
+#      <kver>-fabric-a.log and -b.log): 6.1 with one cable, 6.12 with two
+#      and sid with one, the last two with swiotlb=force
 #
 # Prints one line per kernel and "kernel-tests: N passed, M failed"; exits
 # non-zero when a kernel failed. Needs root (apt-get, dkms, chroot).
@@ -32,6 +38,11 @@ BUILD=$TB5_ROOT/build-kernel
 # logs (and the offending ones are printed on a failure).
 export TB5_VM_QUIET=${TB5_VM_QUIET:-1}
 read -r -a LABELS <<<"${TB5_KERNELS:-${TB5_KLABELS[*]}}"
+# The fabric per kernel: cables between the two hosts, and kernel parameters.
+# swiotlb=force bounces every DMA mapping, so that a missing dma_sync_*() or
+# a buffer used after its unmapping corrupts data the tests verify.
+declare -A FABRIC_CABLES=([6.1]=1 [6.12]=2 [sid]=1)
+declare -A FABRIC_APPEND=([6.1]="" [6.12]="swiotlb=force" [sid]="swiotlb=force")
 TIMES=()
 RESULTS=()
 
@@ -149,6 +160,10 @@ main() {
 	tb5_banner "kernel-tests: VM test programs"
 	timed "VM test programs" build_vm_tests || tb5_die "the VM tests do not build"
 
+	tb5_banner "kernel-tests: the emulated USB4 fabric (tbemu.ko)"
+	timed "tbemu.ko builds" "$TB5_ROOT/tests/tbemu/build.sh" "$BUILD/tbemu" \
+		"${LABELS[@]}" || tb5_die "tbemu.ko does not build"
+
 	for label in "${LABELS[@]}"; do
 		tb5_kernel_env "$label"
 		kver=$TB5_K_VER
@@ -168,6 +183,21 @@ main() {
 		else
 			RESULTS+=("$(printf '%-5s %-24s FAIL  VM tests (%s)' "$label" "$kver" \
 				"$BUILD/vm-logs/$kver.log")")
+			failed=$((failed + 1))
+		fi
+		[[ -f $TESTS/vm-tests-fabric.sh ]] || continue
+		tb5_banner "kernel-tests: fabric, $label ($kver), two hosts"
+		if TB5_FABRIC_CABLES=${FABRIC_CABLES[$label]:-1} \
+			TB5_VM_APPEND="${FABRIC_APPEND[$label]:-}" \
+			timed "fabric, $label" "$TB5_ROOT/ci/vm/run-pair.sh" "$label" "$ko" \
+			"$BUILD/tbemu/$kver/tbemu.ko" "$TESTS" "$BUILD/vm-logs"; then
+			RESULTS+=("$(printf '%-5s %-24s PASS  fabric: %s cable(s)%s, tb backend tests passed' \
+				"$label" "$kver" "${FABRIC_CABLES[$label]:-1}" \
+				"${FABRIC_APPEND[$label]:+, ${FABRIC_APPEND[$label]}}")")
+			ok=$((ok + 1))
+		else
+			RESULTS+=("$(printf '%-5s %-24s FAIL  fabric (%s, %s)' "$label" "$kver" \
+				"$BUILD/vm-logs/$kver-fabric-a.log" "-b.log")")
 			failed=$((failed + 1))
 		fi
 	done
