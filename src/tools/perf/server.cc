@@ -98,7 +98,19 @@ void Server::OpenPort(const std::string &name, bool wait_ready)
 void Server::Rescan()
 {
 	// Links that went away are dropped; ready links not served yet (of
-	// those named with --link, or all) are taken up.
+	// those named with --link, or all) are taken up. A link that is no
+	// longer ready counts as gone: a cable pulled leaves its device down
+	// for good, and the link that comes back under the same name is a new
+	// device to listen on.
+	for (auto &p : ports_) {
+		if (p->dead)
+			continue;
+		try {
+			p->dead = p->dev->Query().state != TB5_LINK_STATE_READY;
+		} catch (const Error &) {
+			p->dead = true;
+		}
+	}
 	std::erase_if(ports_, [this](const std::unique_ptr<Port> &p) {
 		if (p->dead)
 			Log("link " + p->name + " is gone");
