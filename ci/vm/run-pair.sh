@@ -71,9 +71,28 @@ for role in a b; do
 		>"$WORK/$role.out" 2>&1 &
 	pids+=($!)
 done
+# A host that failed leaves the other waiting at a barrier: it gets 60 s
+# to finish, then its VM is stopped (run.sh judges it as timed out).
 rc=0
-for i in 0 1; do
-	wait "${pids[$i]}" || rc=1
+failed_at=
+while :; do
+	running=0
+	for i in 0 1; do
+		[[ -n ${pids[$i]} ]] || continue
+		if kill -0 "${pids[$i]}" 2>/dev/null; then
+			running=$((running + 1))
+			continue
+		fi
+		wait "${pids[$i]}" || { rc=1; failed_at=${failed_at:-$SECONDS}; }
+		pids[i]=
+	done
+	((running > 0)) || break
+	if [[ -n $failed_at ]] && ((SECONDS - failed_at > 60)); then
+		for i in 0 1; do
+			[[ -n ${pids[$i]} ]] && pkill -TERM -P "${pids[$i]}" 2>/dev/null
+		done
+	fi
+	sleep 2
 done
 for role in a b; do
 	sed "s/^/[$role] /" "$WORK/$role.out"

@@ -15,9 +15,27 @@
 #                   host a, the client on host b, bw and bibw (both
 #                   directions at once) with every byte verified, and lat
 #   fabric.selftest tb5-selftest with its round trip on every tb link
+#   fabric.unplug.a, fabric.unplug.b
+#                   the cables pulled by host a (then by host b) in the
+#                   middle of a verified transfer: every link goes away on
+#                   both hosts, the transfer fails instead of hanging, and
+#                   after the cables go back in the links come back and
+#                   carry verified data again
+#   fabric.busremove
+#                   host a's host controllers unbound (what `rmmod
+#                   thunderbolt` does to the bus) under a live transfer:
+#                   tb5 lets go of every ring (tbemu warns otherwise), host
+#                   b sees its peer leave; bound again, the links return
+#   fabric.suspend  host a suspends and resumes with its links up: LOGOUT,
+#                   then a new login, and data again
+#   fabric.login    a login against a peer that drops its first packets,
+#                   answers late and answers twice still comes up
+#   fabric.noe2e    host a without end-to-end flow control (tb_e2e=0): both
+#                   ends agree on none, and verified data still flows
 #   fabric.unload   tb5 unloads (LOGOUT to the peer), then the bus
-# The two hosts meet at barriers: a host waits for the peer's tb5 link to be
-# ready before each step, and the other side's steps are timed to match.
+# The two hosts meet at barriers: a waits for its links to change as b's
+# actions change them (and the reverse), and barrier() is a tb5-selftest
+# round trip on every link, responder on a, client on b.
 #
 # Knobs (TB5K_*, passed into the VM by ci/vm/run.sh): TB5K_ROLE (a|b),
 # TB5K_CABLES (cables between the two hosts, default 1), TB5K_PERF_SIZES.
@@ -42,7 +60,7 @@ fail() {
 	done
 	for d in /sys/bus/pci/drivers/tbemu/0*; do
 		[ -d "$d/tbemu" ] || continue
-		echo "# cable ${d##*/}: $(cd "$d/tbemu" && for f in *; do printf '%s=%s ' "$f" "$(cat "$f")"; done)"
+		echo "# cable ${d##*/}: $(cd "$d/tbemu" && for f in *; do [ "$f" != pm_cycle ] && printf '%s=%s ' "$f" "$(cat "$f")"; done)"
 	done
 	echo "FAIL $1: $2"
 	exit 1
@@ -90,7 +108,7 @@ if [ "$ROLE" = a ]; then
 	pids=
 	for l in "$CLASS"/tb5_*; do
 		name=${l##*/}
-		tb5-perf --server --once --link "$name" --timeout 240 \
+		timeout 300 tb5-perf --server --once --link "$name" --timeout 240 \
 			>"$TMP/perf-$name.out" 2>&1 &
 		pids="$pids $!"
 	done
@@ -113,7 +131,7 @@ pass fabric.perf
 # -- the operator's check -------------------------------------------------------
 # Host a answers (the responder, one connection per cable), host b checks.
 if [ "$ROLE" = a ]; then
-	tb5-selftest --respond --count "$CABLES" >"$TMP/selftest.out" 2>&1 ||
+	timeout 300 tb5-selftest --respond --count "$CABLES" >"$TMP/selftest.out" 2>&1 ||
 		{ cat "$TMP/selftest.out"; fail fabric.selftest "the responder failed"; }
 else
 	sleep 3
@@ -125,6 +143,200 @@ else
 fi
 sed 's/^/#   /' "$TMP/selftest.out"
 pass fabric.selftest
+
+# -- faults -----------------------------------------------------------------------
+PCI=/sys/bus/pci/drivers/tbemu
+
+cables() { for d in "$PCI"/0000:*; do [ -d "$d/tbemu" ] && echo "$d"; done; }
+set_plugged() { for d in $(cables); do echo "$1" >"$d/tbemu/plugged"; done; }
+nlinks() { n=0; for l in "$CLASS"/tb5_*; do [ -e "$l" ] && n=$((n + 1)); done; echo "$n"; }
+first_link() { for l in "$CLASS"/tb5_*; do [ -e "$l" ] && { echo "${l##*/}"; return; }; done; }
+# wait_gone CHECK SECONDS: every tb link gone.
+wait_gone() {
+	left=$(($2 * 5))
+	while [ "$(nlinks)" -gt 0 ]; do
+		[ "$left" -gt 0 ] || fail "$1" "links still there after $2 s"
+		nap
+		left=$((left - 1))
+	done
+}
+# wait_not_ready CHECK SECONDS: no tb link ready (down, or gone).
+wait_not_ready() {
+	left=$(($2 * 5))
+	while :; do
+		up=0
+		for l in "$CLASS"/tb5_*; do
+			[ -e "$l/state" ] && [ "$(cat "$l/state")" = ready ] && up=1
+		done
+		[ "$up" = 0 ] && return 0
+		[ "$left" -gt 0 ] || fail "$1" "the links stayed ready for $2 s"
+		nap
+		left=$((left - 1))
+	done
+}
+# rx+tx bytes over all links now.
+traffic() {
+	t=0
+	for l in "$CLASS"/tb5_*; do
+		[ -e "$l" ] && t=$((t + $(cat "$l/rx_bytes") + $(cat "$l/tx_bytes")))
+	done
+	echo "$t"
+}
+# wait_traffic CHECK: a few MB moved since now.
+wait_traffic() {
+	base=$(traffic) left=300
+	while [ $(($(traffic) - base)) -lt 4000000 ]; do
+		[ "$left" -gt 0 ] || fail "$1" "no traffic to interrupt"
+		nap
+		left=$((left - 1))
+	done
+}
+# The round trip both hosts meet at (a answers, b asks).
+barrier() {
+	if [ "$ROLE" = a ]; then
+		timeout 300 tb5-selftest --respond --count "$CABLES" >"$TMP/barrier.out" 2>&1 ||
+			{ cat "$TMP/barrier.out"; fail "$1" "barrier: the responder failed"; }
+	else
+		sleep 2
+		timeout 300 tb5-selftest >"$TMP/barrier.out" 2>&1 ||
+			{ cat "$TMP/barrier.out"; fail "$1" "barrier: tb5-selftest failed"; }
+	fi
+}
+# b: a long verified transfer in the background; its pid in $long.
+long_client() {
+	tb5-perf --client --link "$(first_link)" -t bw -s 1M -D 120 --verify \
+		--no-memcpy --no-progress --timeout 30 >"$TMP/long.out" 2>&1 &
+	long=$!
+}
+# b: the long transfer must have failed, within 60 s.
+long_failed() {
+	left=300
+	while kill -0 "$long" 2>/dev/null; do
+		[ "$left" -gt 0 ] || fail "$1" "the transfer still runs 60 s after the cable went"
+		nap
+		left=$((left - 1))
+	done
+	if wait "$long"; then
+		cat "$TMP/long.out"
+		fail "$1" "the transfer succeeded across a pulled cable"
+	fi
+	note "$1: the transfer ended: $(tail -n 1 "$TMP/long.out")"
+}
+# b: a short verified transfer on every link.
+short_clients() {
+	for l in "$CLASS"/tb5_*; do
+		tb5-perf --client --link "${l##*/}" -t bw,bibw -s 4K,1M --verify \
+			--min-iters 4 -D 0.2 --no-memcpy --no-progress --timeout 60 \
+			>"$TMP/short.out" 2>&1 ||
+			{ cat "$TMP/short.out"; fail "$1" "${l##*/}: no verified data after it came back"; }
+	done
+}
+
+if [ "$ROLE" = a ]; then
+	# Serves every link, and those that come back, until the end.
+	tb5-perf --server --timeout 600 >"$TMP/server.out" 2>&1 &
+	server=$!
+fi
+
+# unplug: pulled by a, then by b, in the middle of a transfer.
+for puller in a b; do
+	check=fabric.unplug.$puller
+	[ "$ROLE" = b ] && long_client
+	if [ "$ROLE" = "$puller" ]; then
+		wait_traffic "$check"
+		set_plugged 0
+	fi
+	wait_gone "$check" 60
+	[ "$ROLE" = b ] && long_failed "$check"
+	if [ "$ROLE" = "$puller" ]; then
+		sleep 1
+		set_plugged 1
+	fi
+	wait_ready "$CABLES" 120 || fail "$check" "the links did not come back"
+	[ "$ROLE" = b ] && short_clients "$check"
+	barrier "$check"
+	pass "$check"
+done
+
+# busremove: a's controllers unbound under a transfer, then bound again.
+check=fabric.busremove
+[ "$ROLE" = b ] && long_client
+if [ "$ROLE" = a ]; then
+	wait_traffic "$check"
+	devs=$(cables)
+	for d in $devs; do echo "${d##*/}" >"$PCI/unbind"; done
+	[ "$(nlinks)" = 0 ] || fail "$check" "links left after the unbind"
+	sleep 1
+	for d in $devs; do echo "${d##*/}" >"$PCI/bind"; done
+else
+	wait_gone "$check" 60
+	long_failed "$check"
+fi
+wait_ready "$CABLES" 120 || fail "$check" "the links did not come back"
+[ "$ROLE" = b ] && short_clients "$check"
+barrier "$check"
+pass "$check"
+
+# suspend: a sleeps 2 s and wakes; both see the links go down and up.
+check=fabric.suspend
+if [ "$ROLE" = a ]; then
+	for d in $(cables); do echo 2000 >"$d/tbemu/pm_cycle" || fail "$check" "pm_cycle"; done
+else
+	wait_not_ready "$check" 60
+fi
+wait_ready "$CABLES" 120 || fail "$check" "the links did not come back"
+[ "$ROLE" = b ] && short_clients "$check"
+barrier "$check"
+pass "$check"
+
+# login: b drops its first 3 packets, answers 300 ms late, answers twice.
+check=fabric.login
+P=/sys/module/tbemu/parameters
+if [ "$ROLE" = b ]; then
+	echo 3 >"$P/drop_requests"
+	echo 300 >"$P/delay_ms"
+	echo 2 >"$P/dup_responses"
+fi
+barrier "$check"
+if [ "$ROLE" = a ]; then
+	set_plugged 0
+	wait_gone "$check" 60
+	sleep 1
+	set_plugged 1
+else
+	wait_gone "$check" 60
+fi
+wait_ready "$CABLES" 120 || fail "$check" "no login against the faulty peer"
+if [ "$ROLE" = b ]; then
+	note "$check: left to drop $(cat "$P/drop_requests"), to send twice $(cat "$P/dup_responses")"
+	[ "$(cat "$P/drop_requests")" = 0 ] || fail "$check" "the packets to drop were never sent"
+	echo 0 >"$P/delay_ms"
+	short_clients "$check"
+fi
+barrier "$check"
+pass "$check"
+
+# noe2e: a reloads tb5 without end-to-end flow control.
+check=fabric.noe2e
+if [ "$ROLE" = a ]; then
+	kill "$server" 2>/dev/null
+	wait "$server" 2>/dev/null
+	rmmod tb5 || fail "$check" "rmmod tb5"
+	insmod "/lib/modules/$kver/updates/tb5.ko" loopback=0 tb_e2e=0 ||
+		fail "$check" "insmod tb5 tb_e2e=0"
+	tb5-perf --server --timeout 600 >"$TMP/server.out" 2>&1 &
+	server=$!
+else
+	wait_gone "$check" 60
+fi
+wait_ready "$CABLES" 120 || fail "$check" "the links did not come back"
+for l in "$CLASS"/tb5_*; do
+	[ "$(cat "$l/e2e")" = 0 ] || fail "$check" "${l##*/}: e2e $(cat "$l/e2e")"
+done
+[ "$ROLE" = b ] && short_clients "$check"
+barrier "$check"
+pass "$check"
+[ "$ROLE" = a ] && { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; }
 
 # -- teardown ---------------------------------------------------------------------
 # Host b leaves first: a sees the LOGOUT (its links go down, not away).

@@ -203,6 +203,7 @@ void tbemu_for_each_cable(void (*fn)(struct tbemu_cable *c));
 int tbemu_cable_register(struct tbemu_cable *c);
 void tbemu_cable_unregister(struct tbemu_cable *c);
 int tbemu_tx_hop(struct tbemu_cable *c, int ring);
+int tbemu_pm_cycle(struct tbemu_cable *c, unsigned int sleep_ms);
 
 /* tbemu_ring.c */
 int tbemu_rings_step(struct tbemu_cable *c);

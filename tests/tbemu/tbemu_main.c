@@ -11,9 +11,10 @@
  * peer's wire: control packets to the XDomain code, frames to the RX ring
  * bound to their HopID. It sleeps briefly whenever a pass found nothing.
  *
- * sysfs on the PCI device: plugged (rw: 0 pulls the cable for both ends, 1
- * plugs it back), side, peer_present, tx_frames, rx_frames, rx_dropped,
- * tx_no_path, ctl_rx.
+ * sysfs on the PCI device (tbemu/): plugged (rw: 0 pulls the cable for both
+ * ends, 1 plugs it back), pm_cycle (w: this host suspends the services on
+ * the cable and resumes them after that many ms), side, peer_present,
+ * tx_frames, rx_frames, rx_dropped, tx_no_path, ctl_rx.
  *
  * Module parameters (runtime-writable: fault injection on this host's end):
  *   drop_requests  XDomain requests to ignore, counted down
@@ -269,6 +270,21 @@ static ssize_t plugged_store(struct device *d, struct device_attribute *a,
 }
 static DEVICE_ATTR_RW(plugged);
 
+static ssize_t pm_cycle_store(struct device *d, struct device_attribute *a,
+			      const char *buf, size_t count)
+{
+	unsigned int ms;
+	int ret = kstrtouint(buf, 0, &ms);
+
+	if (ret)
+		return ret;
+	if (ms > 60000)
+		return -EINVAL;
+	ret = tbemu_pm_cycle(to_cable(d), ms);
+	return ret ? ret : count;
+}
+static DEVICE_ATTR_WO(pm_cycle);
+
 static ssize_t side_show(struct device *d, struct device_attribute *a,
 			 char *buf)
 {
@@ -300,6 +316,7 @@ TBEMU_COUNTER(ctl_rx);
 
 static struct attribute *tbemu_attrs[] = {
 	&dev_attr_plugged.attr,
+	&dev_attr_pm_cycle.attr,
 	&dev_attr_side.attr,
 	&dev_attr_peer_present.attr,
 	&dev_attr_tx_frames.attr,

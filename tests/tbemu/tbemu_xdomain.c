@@ -30,6 +30,7 @@
 #define pr_fmt(fmt) "tbemu: " fmt
 
 #include <linux/delay.h>
+#include <linux/pm.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
@@ -575,6 +576,44 @@ void tbemu_xd_work(struct work_struct *work)
 	else if (c->xd && READ_ONCE(c->seen_prop_gen) != READ_ONCE(peer->prop_gen))
 		tbemu_sync_services(c);
 	mutex_unlock(&c->xd_lock);
+}
+
+/* -- suspend and resume ----------------------------------------------------- */
+
+static int tbemu_pm_one(struct device *dev, void *data)
+{
+	bool resume = *(bool *)data;
+	int ret = 0;
+
+	device_lock(dev);
+	if (dev->driver)
+		ret = resume ? pm_generic_resume(dev) : pm_generic_suspend(dev);
+	device_unlock(dev);
+	if (ret)
+		dev_err(dev, "%s: %d\n", resume ? "resume" : "suspend", ret);
+	return 0;
+}
+
+/*
+ * This host sleeps and wakes with the cable in: every bound service's
+ * driver gets its system-sleep suspend, then its resume, as the PM core
+ * calls them for the Thunderbolt bus (the peer stays up).
+ */
+int tbemu_pm_cycle(struct tbemu_cable *c, unsigned int sleep_ms)
+{
+	bool resume = false;
+
+	mutex_lock(&c->xd_lock);
+	if (!c->xd) {
+		mutex_unlock(&c->xd_lock);
+		return -ENODEV;
+	}
+	device_for_each_child(&c->xd->dev, &resume, tbemu_pm_one);
+	msleep(sleep_ms);
+	resume = true;
+	device_for_each_child(&c->xd->dev, &resume, tbemu_pm_one);
+	mutex_unlock(&c->xd_lock);
+	return 0;
 }
 
 /* -- XDomain messages ------------------------------------------------------- */
