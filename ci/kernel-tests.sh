@@ -19,7 +19,8 @@
 #      each kernel cabled together (ci/vm/run-pair.sh) running the tb
 #      backend of the same tb5.ko (tests/kernel/vm-tests-fabric.sh; logs
 #      <kver>-fabric-a.log and -b.log): 6.1 with one cable, 6.12 with two
-#      and sid with one, the last two with swiotlb=force
+#      and sid with one, the last two with swiotlb=force; and on 6.12 three
+#      VMs cabled in a triangle (<kver>-triangle-{a,b,c}.log)
 #
 # Prints one line per kernel and "kernel-tests: N passed, M failed"; exits
 # non-zero when a kernel failed. Needs root (apt-get, dkms, chroot).
@@ -43,6 +44,8 @@ read -r -a LABELS <<<"${TB5_KERNELS:-${TB5_KLABELS[*]}}"
 # a buffer used after its unmapping corrupts data the tests verify.
 declare -A FABRIC_CABLES=([6.1]=1 [6.12]=2 [sid]=1)
 declare -A FABRIC_APPEND=([6.1]="" [6.12]="swiotlb=force" [sid]="swiotlb=force")
+# And three hosts cabled in a triangle, on one kernel.
+declare -A FABRIC_TRIANGLE=([6.12]=1)
 TIMES=()
 RESULTS=()
 
@@ -198,6 +201,18 @@ main() {
 		else
 			RESULTS+=("$(printf '%-5s %-24s FAIL  fabric (%s, %s)' "$label" "$kver" \
 				"$BUILD/vm-logs/$kver-fabric-a.log" "-b.log")")
+			failed=$((failed + 1))
+		fi
+		[[ -n ${FABRIC_TRIANGLE[$label]:-} ]] || continue
+		tb5_banner "kernel-tests: fabric, $label ($kver), three hosts in a triangle"
+		if TB5_FABRIC_HOSTS=3 timed "triangle, $label" "$TB5_ROOT/ci/vm/run-pair.sh" \
+			"$label" "$ko" "$BUILD/tbemu/$kver/tbemu.ko" "$TESTS" "$BUILD/vm-logs"; then
+			RESULTS+=("$(printf '%-5s %-24s PASS  fabric: three hosts in a triangle' \
+				"$label" "$kver")")
+			ok=$((ok + 1))
+		else
+			RESULTS+=("$(printf '%-5s %-24s FAIL  triangle (%s)' "$label" "$kver" \
+				"$BUILD/vm-logs/$kver-triangle-{a,b,c}.log")")
 			failed=$((failed + 1))
 		fi
 	done

@@ -3,7 +3,9 @@
 #
 # ci/vm/run-pair.sh KERNEL TB5_KO TBEMU_KO TEST_DIR [LOG_DIR] - two hosts
 # cabled together on the emulated USB4 fabric: boots two VMs of KERNEL at
-# once (ci/vm/run.sh each), joined by TB5_FABRIC_CABLES cables (default 1).
+# once (ci/vm/run.sh each), joined by TB5_FABRIC_CABLES cables (default 1);
+# with TB5_FABRIC_HOSTS=3, three VMs cabled in a triangle (logs
+# <kver>-triangle-{a,b,c}.log).
 # A cable is a QEMU ivshmem-plain device in both VMs backed by one file in
 # /dev/shm; in the guests tbemu.ko (tests/tbemu/) binds to it and stands in
 # for thunderbolt.ko, so the tb5.ko that DKMS built runs its tb backend over
@@ -14,7 +16,7 @@
 # LOG_DIR/<kver>-fabric-a.log and -b.log. Passes when both VMs pass
 # (run.sh's verdict: end marker, rc 0, no kernel warning in either log).
 #
-# Knobs: TB5_FABRIC_CABLES, TB5_VM_APPEND (e.g. swiotlb=force) and the other
+# Knobs: TB5_FABRIC_CABLES, TB5_FABRIC_HOSTS, TB5_VM_APPEND (e.g. swiotlb=force) and the other
 # knobs of ci/vm/run.sh; TB5_VM_SMP defaults to 1 here (two guests share
 # the host's cores).
 set -euo pipefail
@@ -29,9 +31,12 @@ EMU=$(realpath "$3")
 TESTS=$(realpath "$4")
 LOGDIR=$(realpath -m "${5:-$TB5_ROOT/build-kernel/vm-logs}")
 CABLES=${TB5_FABRIC_CABLES:-1}
+HOSTS=${TB5_FABRIC_HOSTS:-2}
 SCRIPT=${TB5_VM_SCRIPT:-$TESTS/vm-tests-fabric.sh}
 [[ -f $KO && -f $EMU && -f $SCRIPT ]] || tb5_die "missing $KO, $EMU or $SCRIPT"
 [[ $CABLES =~ ^[1-4]$ ]] || tb5_die "TB5_FABRIC_CABLES=$CABLES: 1..4"
+[[ $HOSTS == 2 || $HOSTS == 3 ]] || tb5_die "TB5_FABRIC_HOSTS=$HOSTS: 2 or 3"
+((HOSTS == 2)) || CABLES=2	# each host of the triangle has two
 mkdir -p "$LOGDIR"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tb5-pair.XXXXXX")
@@ -41,14 +46,31 @@ mkdir -p "$WORK/tests"
 cp -a "$TESTS/." "$WORK/tests/"
 cp "$EMU" "$WORK/tests/tbemu.ko"
 
-# The cables: one zeroed file each, shared by both VMs (the first tbemu.ko
-# to bind lays it out). ivshmem wants a power of two.
-qemu_args=""
-for ((i = 0; i < CABLES; i++)); do
-	truncate -s 4M "$SHM/cable$i"
-	qemu_args+=" -object memory-backend-file,id=cable$i,share=on,mem-path=$SHM/cable$i,size=4M"
-	qemu_args+=" -device ivshmem-plain,memdev=cable$i"
-done
+# The cables: one zeroed file each, shared by the two VMs at its ends (the
+# first tbemu.ko to bind lays it out); ivshmem wants a power of two. Two
+# hosts: CABLES cables between a and b. Three: a triangle, one cable per
+# pair of hosts.
+ROLES=(a b)
+((HOSTS == 3)) && ROLES=(a b c)
+declare -A qemu_args=()
+cable() {
+	local name=$1 end
+	shift
+	truncate -s 4M "$SHM/$name"
+	for end in "$@"; do
+		qemu_args[$end]+=" -object memory-backend-file,id=$name,share=on,mem-path=$SHM/$name,size=4M"
+		qemu_args[$end]+=" -device ivshmem-plain,memdev=$name"
+	done
+}
+if ((HOSTS == 2)); then
+	for ((i = 0; i < CABLES; i++)); do
+		cable "cable$i" a b
+	done
+else
+	cable ab a b
+	cable bc b c
+	cable ca c a
+fi
 
 kver() {
 	# The release run.sh names its log after.
@@ -63,10 +85,12 @@ KVER=$(kver)
 
 start=$SECONDS
 pids=()
-for role in a b; do
-	TB5_VM_QEMU_ARGS="$qemu_args" TB5_VM_LOG_NAME="$KVER-fabric-$role" \
+tag=fabric
+((HOSTS == 2)) || tag=triangle
+for role in "${ROLES[@]}"; do
+	TB5_VM_QEMU_ARGS="${qemu_args[$role]}" TB5_VM_LOG_NAME="$KVER-$tag-$role" \
 		TB5_VM_SCRIPT="$SCRIPT" TB5_VM_SMP="${TB5_VM_SMP:-1}" \
-		TB5K_ROLE=$role TB5K_CABLES=$CABLES \
+		TB5K_ROLE=$role TB5K_CABLES=$CABLES TB5K_HOSTS=$HOSTS \
 		"$HERE/run.sh" "$KERNEL" "$KO" "$WORK/tests" "$LOGDIR" \
 		>"$WORK/$role.out" 2>&1 &
 	pids+=($!)
@@ -77,7 +101,7 @@ rc=0
 failed_at=
 while :; do
 	running=0
-	for i in 0 1; do
+	for i in "${!pids[@]}"; do
 		[[ -n ${pids[$i]} ]] || continue
 		if kill -0 "${pids[$i]}" 2>/dev/null; then
 			running=$((running + 1))
@@ -88,16 +112,18 @@ while :; do
 	done
 	((running > 0)) || break
 	if [[ -n $failed_at ]] && ((SECONDS - failed_at > 60)); then
-		for i in 0 1; do
+		for i in "${!pids[@]}"; do
 			[[ -n ${pids[$i]} ]] && pkill -TERM -P "${pids[$i]}" 2>/dev/null
 		done
 	fi
 	sleep 2
 done
-for role in a b; do
+for role in "${ROLES[@]}"; do
 	sed "s/^/[$role] /" "$WORK/$role.out"
 done
 verdict=PASS
 ((rc == 0)) || verdict=FAIL
-echo "vm-pair: $KVER, $CABLES cable(s)${TB5_VM_APPEND:+, $TB5_VM_APPEND}: $verdict ($(tb5_fmt_secs $((SECONDS - start))))"
+what="$CABLES cable(s)"
+((HOSTS == 2)) || what="three hosts in a triangle"
+echo "vm-pair: $KVER, $what${TB5_VM_APPEND:+, $TB5_VM_APPEND}: $verdict ($(tb5_fmt_secs $((SECONDS - start))))"
 exit "$rc"

@@ -37,8 +37,15 @@
 # actions change them (and the reverse), and barrier() is a tb5-selftest
 # round trip on every link, responder on a, client on b.
 #
-# Knobs (TB5K_*, passed into the VM by ci/vm/run.sh): TB5K_ROLE (a|b),
-# TB5K_CABLES (cables between the two hosts, default 1), TB5K_PERF_SIZES.
+# With TB5K_HOSTS=3 (three VMs cabled in a triangle, TB5K_ROLE a|b|c):
+#   fabric.triangle two links to two distinct peers, none itself; a
+#                   tb5-selftest round trip over each, answered by the
+#                   responder of the host at the other end
+# and then unload.
+#
+# Knobs (TB5K_*, passed into the VM by ci/vm/run.sh): TB5K_ROLE (a|b|c),
+# TB5K_CABLES (cables between the two hosts, default 1), TB5K_HOSTS (2|3),
+# TB5K_PERF_SIZES.
 # Prints PASS/FAIL lines; exits non-zero at the first failure.
 
 TMP=${TMPDIR:-/tmp}
@@ -99,6 +106,37 @@ for l in "$CLASS"/tb5_*; do
 	note "$name: peer $(cat "$l/peer_id") uuid $(cat "$l/peer_uuid") ($(cat "$l/peer_name")), $(cat "$l/speed_mbps") Mb/s"
 done
 pass fabric.links
+
+# -- three hosts in a triangle ------------------------------------------------------
+# Each host has two links, to two different peers; each answers round trips
+# on both and asks one on each (tb5-selftest: verified data both ways).
+if [ "${TB5K_HOSTS:-2}" = 3 ]; then
+	peers=$(cat "$CLASS"/tb5_*/peer_id | sort -u | wc -l)
+	[ "$peers" = 2 ] || fail fabric.triangle "two links, $peers distinct peer(s)"
+	self=$(cat /sys/class/tb5/tb5_0/host_id)
+	grep -qx "$self" "$CLASS"/tb5_*/peer_id && fail fabric.triangle "a link to itself"
+	timeout 300 tb5-selftest --respond --count 2 >"$TMP/respond.out" 2>&1 &
+	resp=$!
+	tries=0
+	while :; do
+		sleep 2
+		if tb5-selftest >"$TMP/selftest.out" 2>&1 &&
+			[ "$(grep -cE '^PASS +roundtrip:tb5_' "$TMP/selftest.out")" = 2 ]; then
+			break
+		fi
+		tries=$((tries + 1))
+		[ "$tries" -lt 30 ] ||
+			{ cat "$TMP/selftest.out"; fail fabric.triangle "no round trip on both links"; }
+	done
+	wait "$resp" || { cat "$TMP/respond.out"; fail fabric.triangle "the responder failed"; }
+	sed 's/^/#   /' "$TMP/selftest.out" "$TMP/respond.out"
+	pass fabric.triangle
+	# Everyone asked and answered: leave.
+	rmmod tb5 || fail fabric.unload "rmmod tb5"
+	rmmod tbemu || fail fabric.unload "rmmod tbemu"
+	pass fabric.unload
+	exit 0
+fi
 
 # -- data --------------------------------------------------------------------
 # The hosts may number the cables differently (links appear in the order the
