@@ -32,6 +32,10 @@
 #                   answers late and answers twice still comes up
 #   fabric.noe2e    host a without end-to-end flow control (tb_e2e=0): both
 #                   ends agree on none, and verified data still flows
+#   fabric.overflow host a's RX ring of 64 descriptors without E2E under a
+#                   1 MiB stream from b: frames the NHI drops for want of a
+#                   descriptor are noticed by the core (counted errors), and
+#                   the transfer either verifies or fails, never hangs
 #   fabric.unload   tb5 unloads (LOGOUT to the peer), then the bus
 # The two hosts meet at barriers: a waits for its links to change as b's
 # actions change them (and the reverse), and barrier() is a tb5-selftest
@@ -374,23 +378,61 @@ done
 [ "$ROLE" = b ] && short_clients "$check"
 barrier "$check"
 pass "$check"
-[ "$ROLE" = a ] && { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; }
+
+# overflow: a's RX ring of 64 descriptors, no E2E, under b's 1 MiB stream.
+# Frames that find no descriptor are dropped by the NHI; the core must
+# notice every one (an error, never a silently short message), and the
+# transfer fail rather than hang. Whether one is dropped depends on timing:
+# both outcomes are checked.
+check=fabric.overflow
+if [ "$ROLE" = a ]; then
+	kill "$server" 2>/dev/null
+	wait "$server" 2>/dev/null
+	rmmod tb5 || fail "$check" "rmmod tb5"
+	insmod "/lib/modules/$kver/updates/tb5.ko" loopback=0 tb_e2e=0 ring_size=64 ||
+		fail "$check" "insmod tb5 tb_e2e=0 ring_size=64"
+	tb5-perf --server --timeout 600 >"$TMP/server.out" 2>&1 &
+	server=$!
+else
+	wait_gone "$check" 60
+fi
+wait_ready "$CABLES" 120 || fail "$check" "the links did not come back"
+if [ "$ROLE" = b ]; then
+	timeout 150 tb5-perf --client --link "$(first_link)" -t bw -s 1M --verify -D 2 \
+		--no-memcpy --no-progress --timeout 60 >"$TMP/ovf.out" 2>&1
+	rc=$?
+	[ "$rc" = 124 ] && fail "$check" "the transfer hung"
+	note "$check: client exit $rc: $(tail -n 1 "$TMP/ovf.out")"
+fi
+# (No barrier: a round trip may overflow too. b leaves first, below.)
 
 # -- teardown ---------------------------------------------------------------------
 # Host b leaves first: a sees the LOGOUT (its links go down, not away).
 if [ "$ROLE" = a ]; then
-	left=600
+	left=600 errors=0
 	while [ "$left" -gt 0 ]; do
-		down=1
+		down=1 e=0
 		for l in "$CLASS"/tb5_*; do
 			[ -e "$l/state" ] && [ "$(cat "$l/state")" = ready ] && down=0
+			[ -e "$l/errors" ] && e=$((e + $(cat "$l/errors" 2>/dev/null || echo 0)))
 		done
+		# The links' counters go with them: keep the last reading.
+		[ "$e" -gt "$errors" ] && errors=$e
 		[ "$down" = 1 ] && break
 		nap
 		left=$((left - 1))
 	done
 	[ "$left" -gt 0 ] || fail fabric.unload "the peer's links did not go down"
+	kill "$server" 2>/dev/null
+	wait "$server" 2>/dev/null
+	dropped=0
+	for d in $(cables); do dropped=$((dropped + $(cat "$d/tbemu/rx_dropped"))); done
+	note "fabric.overflow: the NHI dropped $dropped frame(s), the core counted $errors error(s)"
+	[ "$dropped" -gt 0 ] && [ "$errors" = 0 ] &&
+		fail fabric.overflow "frames were dropped and the core noticed none"
+	pass fabric.overflow
 fi
+[ "$ROLE" = b ] && pass fabric.overflow
 rmmod tb5 || fail fabric.unload "rmmod tb5"
 rmmod tbemu || fail fabric.unload "rmmod tbemu"
 pass fabric.unload
