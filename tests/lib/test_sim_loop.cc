@@ -381,6 +381,9 @@ TEST(SimConfig, BadSettingsAreRefusedWithAReason)
 	EXPECT_EQ(child_list_links("x:colour=blue", &msg), EINVAL);
 	EXPECT_NE(msg.find("unknown key"), std::string::npos) << msg;
 	EXPECT_EQ(child_list_links("x:rate=fast", &msg), EINVAL);
+	EXPECT_EQ(child_list_links("x:delay_us=20000", &msg), EINVAL);
+	EXPECT_NE(msg.find("delay_us"), std::string::npos) << msg;
+	EXPECT_EQ(child_list_links("x:usb4=2", &msg), EINVAL);
 }
 
 TEST(SimConfig, AFabricKeepsItsSettings)

@@ -27,7 +27,8 @@ namespace tb5::sim {
 namespace {
 
 constexpr uint64_t kMagic = 0x74623573696d3031ull;	// "tb5sim01"
-constexpr uint32_t kVersion = 1;
+// 2: ring descriptors carry the link-rate model's due time.
+constexpr uint32_t kVersion = 2;
 constexpr const char *kShmDir = "/dev/shm";
 
 uint64_t random_session()

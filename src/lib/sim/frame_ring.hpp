@@ -27,10 +27,15 @@
 namespace tb5::sim {
 
 struct FrameDesc {
+	// When the frame reaches this end (CLOCK_MONOTONIC ns): the link-rate
+	// model's stamp (sim/wire_clock.hpp); 0 when the sender models none.
+	uint64_t due_ns;
 	uint16_t len;
 	uint8_t sof;
 	uint8_t eof;
+	uint32_t pad;
 };
+static_assert(sizeof(FrameDesc) == 16);
 
 struct alignas(64) RingIndices {
 	alignas(64) std::atomic<uint32_t> head;	// written by the producer
@@ -78,12 +83,14 @@ public:
 		prod_tail_ = idx_->tail.load(std::memory_order_acquire);
 		return size_ - (prod_head_ - prod_tail_);
 	}
-	// Fill the next descriptor (the caller checked free_slots()).
-	uint8_t *produce_slot(uint8_t sof, uint8_t eof, uint16_t len)
+	// Fill the next descriptor (the caller checked free_slots()); the
+	// consumer takes it once @due_ns has passed.
+	uint8_t *produce_slot(uint8_t sof, uint8_t eof, uint16_t len,
+			      uint64_t due_ns)
 	{
 		uint32_t i = prod_head_ & mask_;
 
-		desc_[i] = { len, sof, eof };
+		desc_[i] = { due_ns, len, sof, eof, 0 };
 		return data_ + size_t(i) * TB5_FRAME_MAX;
 	}
 	// The filled descriptor is ours until publish() hands it over.
@@ -109,6 +116,16 @@ public:
 	{
 		cons_head_ = idx_->head.load(std::memory_order_acquire);
 		return cons_head_ - cons_tail_;
+	}
+	// Of the first @n waiting frames, how many are due by @now_ns (due
+	// times never go back along the ring: one sender, one clock).
+	uint32_t due(uint32_t n, uint64_t now_ns) const
+	{
+		uint32_t k = 0;
+
+		while (k < n && desc(k).due_ns <= now_ns)
+			k++;
+		return k;
 	}
 	const FrameDesc &desc(uint32_t k) const
 	{

@@ -115,6 +115,21 @@ int parse_config(const std::string &spec, Config &out)
 				return fail(-EINVAL, "TB5_SIM: rate=%s: Gb/s, "
 					    "0 (unlimited) to 100000", v.c_str());
 			c.rate_mbps = uint64_t(g * 1000.0 + 0.5);
+		} else if (k == "delay_us") {
+			char *end = nullptr;
+			double us = strtod(v.c_str(), &end);
+
+			if (v.empty() || *end != '\0' || !std::isfinite(us) ||
+			    us < 0 || us > kMaxDelayUs)
+				return fail(-EINVAL, "TB5_SIM: delay_us=%s: one-way "
+					    "delay in us, 0 to %u", v.c_str(),
+					    kMaxDelayUs);
+			c.delay_ns = uint64_t(us * 1000.0 + 0.5);
+		} else if (k == "usb4") {
+			if (!parse_uint(v, 1, n))
+				return fail(-EINVAL, "TB5_SIM: usb4=%s: 0 or 1",
+					    v.c_str());
+			c.usb4 = n == 1;
 		} else if (k == "copy") {
 			if (!parse_uint(v, kMaxCopy, n))
 				return fail(-EINVAL, "TB5_SIM: copy=%s: copy worker "
@@ -123,7 +138,8 @@ int parse_config(const std::string &spec, Config &out)
 			c.copy = int(n);
 		} else {
 			return fail(-EINVAL, "TB5_SIM: unknown key \"%s\" (known: "
-				    "hosts, host, loop, ring, rate, copy)", k.c_str());
+				    "hosts, host, loop, ring, rate, delay_us, usb4, "
+				    "copy)", k.c_str());
 		}
 	}
 	if (c.host >= 0 && uint32_t(c.host) >= c.hosts && c.hosts_given)

@@ -9,13 +9,18 @@
 //   host    the slot this process takes (default: the first free one)
 //   loop    loop pairs inside this process (0..16, default 1)
 //   ring    descriptors per ring (power of two, 64..16384, default 1024)
-//   rate    link rate model in Gb/s, e.g. 80 (default 0: as fast as memory)
+//   rate    link rate model in Gb/s of wire bytes per direction, e.g. 80
+//           (default 0: as fast as memory)
+//   delay_us  fixed one-way delay of every frame in us (0..10000, default 0)
+//   usb4    1: count USB4's 4-byte header per 256-byte packet as wire
+//           bytes too (default 0: tb5's frames only)
 //   copy    copy worker threads of this process (0..64; default from the
 //           CPUs it may run on: 0 below 8, else a quarter of them, at
 //           most 8)
 //
 // hosts and ring belong to the fabric: the first process fixes them and a
-// later one that asks for other values is refused.
+// later one that asks for other values is refused. rate, delay_us and usb4
+// model the directions this process sends in.
 #pragma once
 
 #include <cstdint>
@@ -32,12 +37,15 @@ struct Config {
 	uint32_t ring_size = 1024;
 	bool ring_given = false;
 	uint64_t rate_mbps = 0;
+	uint64_t delay_ns = 0;
+	bool usb4 = false;
 	int copy = -1;			// -1: default_copy_workers()
 };
 
 constexpr uint32_t kMaxHosts = 16;
 constexpr uint32_t kMaxLoop = 16;
 constexpr uint32_t kMaxCopy = 64;
+constexpr uint32_t kMaxDelayUs = 10000;
 
 // copy= when TB5_SIM does not say: from the CPUs this process may run on.
 uint32_t default_copy_workers();

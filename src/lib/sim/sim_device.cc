@@ -104,12 +104,13 @@ int Host::init(const Config &cfg)
 	pid = getpid();
 	engine.configure(cfg.copy >= 0 ? uint32_t(cfg.copy) : default_copy_workers());
 	CopyEngine *eng = engine.configured() ? &engine : nullptr;
+	const WireClock wire(cfg.rate_mbps, cfg.delay_ns, cfg.usb4);
 	uint32_t index = 0;
 
 	for (uint32_t j = 0; j < fabric.hosts(); j++) {
 		if (j == fabric.my_slot())
 			continue;
-		auto l = std::make_unique<SimLink>(fabric, j, cfg.rate_mbps);
+		auto l = std::make_unique<SimLink>(fabric, j, wire);
 
 		ret = l->create("sim_h" + std::to_string(j), index++);
 		if (ret)
@@ -133,7 +134,7 @@ int Host::init(const Config &cfg)
 		for (int e = 0; e < 2; e++) {
 			auto l = std::make_unique<SimLink>(
 				fabric, mem, e, fabric.ring_size(),
-				base ^ (uint64_t(e + 1) << 40), cfg.rate_mbps);
+				base ^ (uint64_t(e + 1) << 40), wire);
 			ret = l->create("sim_l" + std::to_string(k) +
 						(e ? "b" : "a"),
 					index++);

@@ -37,6 +37,13 @@
 //     copied as they come.
 // Without one (copy=0) every copy is made where it is asked for, inline.
 //
+// The link-rate model (TB5_SIM rate=, delay_us=, usb4=): every frame put
+// into the peer's ring is stamped with the time its WireClock says it
+// reaches the peer, and the receiving end takes frames only once they are
+// due. Sending is never held back by the model, only by ring space, so
+// the model does not depend on how often either side polls (see
+// wire_clock.hpp).
+//
 // Threads: tx() runs under the core's link lock (any thread); progress()
 // runs in one thread at a time (others skip it) and never holds the TX
 // queue's lock while it calls into the core.
@@ -53,6 +60,7 @@
 #include "sim/frame_ring.hpp"
 #include "sim/copy_engine.hpp"
 #include "sim/stream_copy.hpp"
+#include "sim/wire_clock.hpp"
 #include "tb5/tb5.h"
 #include "tb5_core.h"
 
@@ -65,10 +73,11 @@ void deliver_event(void *ep_ctx, enum tb5_event ev, int status);
 class SimLink {
 public:
 	// A cable to host slot @peer of @fabric.
-	SimLink(Fabric &fabric, uint32_t peer, uint64_t rate_mbps);
+	// @wire models the direction this end sends in.
+	SimLink(Fabric &fabric, uint32_t peer, const WireClock &wire);
 	// One end of a loop pair: @mem holds both directions' rings.
 	SimLink(Fabric &fabric, std::shared_ptr<uint8_t[]> mem, int end,
-		uint32_t ring_size, uint64_t host_id, uint64_t rate_mbps);
+		uint32_t ring_size, uint64_t host_id, const WireClock &wire);
 	~SimLink();
 	SimLink(const SimLink &) = delete;
 	SimLink &operator=(const SimLink &) = delete;
@@ -152,7 +161,11 @@ private:
 	// A completion (@ev 0) or event of the core, held back or delivered.
 	void to_owner(void *ep_ctx, const struct tb5_completion *c, int ev,
 		      int status);
-	bool rate_allows(uint16_t len);
+	// When a frame of @len bytes put on the wire now reaches the peer
+	// (0: at once, no model). Under txq_mu_.
+	uint64_t stamp(uint8_t sof, uint16_t len);
+	// Frames of the RX ring that progress() may take now.
+	uint32_t rx_due(uint32_t budget);
 	void attach_rings(uint8_t *base, int end);
 	// Tells the core about the frames copied to the peer so far; returns
 	// how many. take_moved() (under txq_mu_) and report_taken() (not
@@ -172,7 +185,6 @@ private:
 	const int loop_end_;		// loop: 0 or 1
 	uint32_t ring_size_;
 	uint64_t host_id_;
-	uint64_t rate_mbps_;
 	std::string name_;
 	uint32_t index_ = 0;
 	struct tb5_link *core_ = nullptr;
@@ -187,7 +199,8 @@ private:
 	bool down_ = true;
 	bool wake_peer_ = false;	// frames published since the last doorbell
 	FrameRing tx_ring_;		// producer view of the peer's RX ring
-	uint64_t next_tx_ns_ = 0;	// rate model
+	WireClock wire_;		// the rate model of our TX direction
+	uint64_t wire_now_ns_ = 0;	// the clock as stamp() last read it
 
 	// The RX side, progress() only.
 	FrameRing rx_ring_;

@@ -142,14 +142,14 @@ RunResult ClientBandwidth(Conn &conn, const RunSpec &spec)
 	conn.SendCtl(ToCtl(spec));
 	while (!conn.TakeCtl(CtlType::kReady))
 		pipes.Dispatch(conn.Poll());
-	const uint64_t t0 = NowNs();
+	const uint64_t t0 = NowNs(), cpu0 = ProcessCpuNs();
 	pipes.Start(true);
 	while (!pipes.Done())
 		pipes.Dispatch(conn.Poll());
 	std::optional<CtlMsg> done;
 	while (!(done = conn.TakeCtl(CtlType::kDone)))
 		pipes.Dispatch(conn.Poll());
-	const uint64_t t1 = NowNs();
+	const uint64_t t1 = NowNs(), cpu1 = ProcessCpuNs();
 
 	std::string first;
 	if (const uint64_t bad = pipes.Errors(&first))
@@ -167,6 +167,8 @@ RunResult ClientBandwidth(Conn &conn, const RunSpec &spec)
 	r.seconds = Seconds(t1 - t0);
 	r.bytes = sent + pipes.RecvBytes();
 	r.messages = spec.count * spec.streams * (bidir ? 2 : 1);
+	r.cpu_ns = cpu1 - cpu0;
+	r.peer_cpu_ns = done->aux;
 	return r;
 }
 
@@ -180,12 +182,14 @@ CtlMsg ServerBandwidth(Conn &conn, const RunSpec &spec)
 	if (bidir)
 		pipes.Add(conn, spec, true, conn.send_region(), kToClient);
 	pipes.Start(false);
+	const uint64_t cpu0 = ProcessCpuNs();
 	conn.SendCtl(MakeCtl(CtlType::kReady));
 	pipes.Start(true);
 	while (!pipes.Done())
 		pipes.Dispatch(conn.Poll());
 
 	CtlMsg done = MakeCtl(CtlType::kDone);
+	done.aux = ProcessCpuNs() - cpu0;
 	std::string first;
 	done.v[kDoneBytes] = pipes.RecvBytes();
 	done.v[kDoneMessages] = pipes.RecvMessages();

@@ -2,10 +2,11 @@
 #
 # Runs one tb5-perf command for ctest and checks what it did:
 #   cmake -DCMD=<tb5-perf> -DARGS=<;-list> [-DEXPECT=<status>] [-DROWS=<n>]
-#         [-DCSV=1] [-DSIM_ENV=<options>] -P check.cmake
+#         [-DCSV=1] [-DSIM_ENV=<options>] [-DROW_KEY=<key>] -P check.cmake
 # EXPECT: the exit status wanted (default 0). ROWS: with status 0, at least
 # that many result rows in the JSON (or CSV with CSV=1) on stdout. SIM_ENV:
-# run with TB5_SIM=<a fabric of its own>:<SIM_ENV>.
+# run with TB5_SIM=<a fabric of its own>:<SIM_ENV>. ROW_KEY: the JSON's
+# first row has that key.
 if(NOT DEFINED EXPECT)
   set(EXPECT 0)
 endif()
@@ -32,6 +33,14 @@ else()
   if(json_err)
     message(FATAL_ERROR "tb5-perf ${ARGS}: no JSON rows: ${json_err}\n${out}")
   endif()
+endif()
+if(DEFINED ROW_KEY)
+  string(JSON v ERROR_VARIABLE key_err GET "${out}" rows 0 ${ROW_KEY})
+  if(key_err)
+    message(FATAL_ERROR "tb5-perf ${ARGS}: no ${ROW_KEY} in the first row: "
+                        "${key_err}\n${out}")
+  endif()
+  message("tb5-perf ${ARGS}: ${ROW_KEY} ${v}")
 endif()
 if(n LESS ROWS)
   message(FATAL_ERROR "tb5-perf ${ARGS}: ${n} rows, wanted at least ${ROWS}\n${out}")

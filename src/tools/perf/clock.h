@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // clock.h - the one clock tb5-perf measures with: CLOCK_MONOTONIC in
-// nanoseconds (a vDSO call, no system call).
+// nanoseconds (a vDSO call, no system call); and the process's CPU time,
+// for the CPU cost of moving data.
 #ifndef TB5_PERF_CLOCK_H
 #define TB5_PERF_CLOCK_H
 
@@ -16,6 +17,18 @@ inline uint64_t NowNs()
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+	       static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// CPU time of every thread of this process (user and system), so that
+// the simulator's copy workers count with the polling thread.
+inline uint64_t ProcessCpuNs()
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		return 0;
 	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
 	       static_cast<uint64_t>(ts.tv_nsec);
 }

@@ -79,7 +79,9 @@ struct CtlMsg {
 	uint32_t streams = 0;	// OPEN, RUN: data endpoints
 	uint32_t index = 0;	// JOIN: which data endpoint
 	int32_t status = 0;	// DONE: 0 or a negative errno
-	uint64_t aux = 0;	// RUN lat-load: bulk message size
+	uint64_t aux = 0;	// RUN lat-load: bulk message size; DONE of
+				// bw, bibw, streams: the server process's CPU
+				// ns from READY to DONE (0: not measured)
 	uint64_t v[5] = {};	// WELCOME, DONE: see below
 	char text[88] = {};	// WELCOME: library version; DONE, ERROR: why
 };

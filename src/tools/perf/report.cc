@@ -27,6 +27,12 @@ std::string Fixed(double v, int prec)
 	return buf;
 }
 
+// An optional figure, or @none.
+std::string Opt(const std::optional<double> &v, int prec, const char *none)
+{
+	return v ? Fixed(*v, prec) : none;
+}
+
 // Rows that carry the benchmark's figures: bw at >= 1 MiB against memcpy,
 // lat p50 at the smallest size.
 constexpr uint64_t kBigMessage = 1 << 20;
@@ -128,9 +134,15 @@ void Report::PrintHeader(Test test)
 					      "the sum)"
 					    : "several endpoints at once "
 					      "(GB/s: the sum)");
-		Print("# %10s %7s %6s %10s %9s %9s %10s %11s %10s\n", "size",
-		      "streams", "window", "count", "time(s)", "GB/s", "msgs/s",
-		      "memcpy GB/s", "tb5/memcpy");
+		Print("# line: the link's rate per direction and the fraction "
+		      "of it reached (per direction); cpu: cores busy per GB/s "
+		      "moved (CPU s per GB) of the client's and the server's "
+		      "process\n");
+		Print("# %10s %7s %6s %10s %9s %9s %10s %11s %10s %9s %7s %7s "
+		      "%7s\n",
+		      "size", "streams", "window", "count", "time(s)", "GB/s",
+		      "msgs/s", "memcpy GB/s", "tb5/memcpy", "line GB/s",
+		      "of line", "cpu cli", "cpu srv");
 		break;
 	case Test::kLat:
 		Print("#\n# lat: ping-pong, one-way latency in us\n");
@@ -171,10 +183,14 @@ void Report::PrintRow(const Row &r)
 			mc = Fixed(*r.memcpy_gbps, 2);
 			ratio = Fixed(r.gbps / *r.memcpy_gbps, 3);
 		}
-		Print("  %10s %7u %6u %10" PRIu64 " %9.4f %9.3f %10s %11s %10s\n",
+		Print("  %10s %7u %6u %10" PRIu64 " %9.4f %9.3f %10s %11s %10s "
+		      "%9s %7s %7s %7s\n",
 		      size.c_str(), r.streams, r.window, r.messages, r.seconds,
 		      r.gbps, FormatCount(r.msgs_per_s).c_str(), mc.c_str(),
-		      ratio.c_str());
+		      ratio.c_str(), Opt(r.line_gbps, 2, "-").c_str(),
+		      Opt(r.line_fraction, 3, "-").c_str(),
+		      Opt(r.cpu_client, 3, "-").c_str(),
+		      Opt(r.cpu_server, 3, "-").c_str());
 		break;
 	}
 	case Test::kLat: {
@@ -256,6 +272,14 @@ nlohmann::json Report::RowJson(const Row &r)
 		j["memcpy_gbps"] = *r.memcpy_gbps;
 		j["ratio"] = *r.memcpy_gbps > 0 ? r.gbps / *r.memcpy_gbps : 0.0;
 	}
+	if (r.line_gbps) {
+		j["line_gbps"] = *r.line_gbps;
+		j["line_fraction"] = *r.line_fraction;
+	}
+	if (r.cpu_client)
+		j["cpu_cores_per_gbps_client"] = *r.cpu_client;
+	if (r.cpu_server)
+		j["cpu_cores_per_gbps_server"] = *r.cpu_server;
 	if (r.lat) {
 		const LatencySummary &l = *r.lat;
 		j["latency_us"] = {
@@ -314,7 +338,9 @@ std::string Report::Csv() const
 	out << "test,size,iters,window,streams,seconds,bytes,messages,gbps,"
 	       "msgs_per_s,memcpy_gbps,ratio,lat_min_us,lat_p50_us,lat_p90_us,"
 	       "lat_p99_us,lat_p999_us,lat_max_us,lat_mean_us,lat_stddev_us,"
-	       "lat_ipdv_us,load_size,load_gbps,verified\n";
+	       "lat_ipdv_us,load_size,load_gbps,verified,line_gbps,"
+	       "line_fraction,cpu_cores_per_gbps_client,"
+	       "cpu_cores_per_gbps_server\n";
 	for (const Row &r : rows_) {
 		char line[512];
 		std::string mc, ratio, lat = ",,,,,,,,";
@@ -333,7 +359,7 @@ std::string Report::Csv() const
 		}
 		snprintf(line, sizeof(line),
 			 "%s,%" PRIu64 ",%" PRIu64 ",%u,%u,%.6f,%" PRIu64
-			 ",%" PRIu64 ",%.4f,%.1f,%s,%s,%s,%s,%s,%d\n",
+			 ",%" PRIu64 ",%.4f,%.1f,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s\n",
 			 std::string(TestName(r.test)).c_str(), r.size, r.iters,
 			 r.window, r.streams, r.seconds, r.bytes, r.messages,
 			 r.gbps, r.msgs_per_s, mc.c_str(), ratio.c_str(),
@@ -342,7 +368,10 @@ std::string Report::Csv() const
 						  : "",
 			 r.test == Test::kLatLoad ? Fixed(r.load_gbps, 4).c_str()
 						  : "",
-			 r.verified ? 1 : 0);
+			 r.verified ? 1 : 0, Opt(r.line_gbps, 4, "").c_str(),
+			 Opt(r.line_fraction, 4, "").c_str(),
+			 Opt(r.cpu_client, 4, "").c_str(),
+			 Opt(r.cpu_server, 4, "").c_str());
 		out << line;
 	}
 	return out.str();

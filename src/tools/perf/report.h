@@ -33,6 +33,15 @@ struct Row {
 	double gbps = 0;		// 1e9 bytes per second
 	double msgs_per_s = 0;
 	std::optional<double> memcpy_gbps;
+	// Bandwidth tests over a link that reports its speed: its line rate
+	// in GB/s per direction, and the fraction of it reached (bibw: per
+	// direction, half the sum).
+	std::optional<double> line_gbps;
+	std::optional<double> line_fraction;
+	// Bandwidth tests: CPU seconds per GB moved, i.e. cores kept busy
+	// per GB/s, of the client's and the server's process.
+	std::optional<double> cpu_client;
+	std::optional<double> cpu_server;
 	std::optional<LatencySummary> lat;	// ns
 	std::vector<HistogramBucket> histogram;
 	uint64_t load_size = 0;		// lat-load

@@ -31,6 +31,10 @@ struct RunResult {
 	std::vector<double> samples_ns;	// one-way latencies (RTT / 2)
 	uint64_t load_bytes = 0;	// lat-load: bulk payload moved
 	double load_seconds = 0;
+	// Bandwidth tests: CPU time of the client's process over `seconds`,
+	// and of the server's from READY to DONE (0: not reported).
+	uint64_t cpu_ns = 0;
+	uint64_t peer_cpu_ns = 0;
 };
 
 // Data endpoints a test needs.

@@ -179,11 +179,25 @@ RunResult Sweep::Measure(RunSpec &spec)
 					r.samples_ns.end());
 		total.load_bytes += r.load_bytes;
 		total.load_seconds += r.load_seconds;
+		total.cpu_ns += r.cpu_ns;
+		total.peer_cpu_ns += r.peer_cpu_ns;
 		if (count >= max_n || (NowNs() > wall_end && count >= opt_.min_iters))
 			break;
 	}
 	spec.count = count;
 	return total;
+}
+
+double Sweep::LineGbps() const
+{
+	// Each end's link says the rate it sends at; a direction can go no
+	// faster than the slower end (a peer that reports 0 sets none).
+	uint32_t mbps = client_.link().speed_mbps;
+	const uint32_t peer = client_.peer().speed_mbps;
+
+	if (peer && (!mbps || peer < mbps))
+		mbps = peer;
+	return static_cast<double>(mbps) / 8000.0;
 }
 
 Row Sweep::MakeRow(const RunSpec &spec, RunResult &r)
@@ -202,6 +216,25 @@ Row Sweep::MakeRow(const RunSpec &spec, RunResult &r)
 	if (r.seconds > 0) {
 		row.gbps = static_cast<double>(r.bytes) / r.seconds / 1e9;
 		row.msgs_per_s = static_cast<double>(r.messages) / r.seconds;
+	}
+	if (!IsLatencyTest(spec.test)) {
+		// Per direction: bibw's figure is the sum of two.
+		const double per_dir = spec.test == Test::kBibw ? row.gbps / 2 : row.gbps;
+		const double line = LineGbps();
+
+		if (line > 0) {
+			row.line_gbps = line;
+			row.line_fraction = per_dir / line;
+		}
+		// CPU seconds per GB moved = cores busy per GB/s. Over a loop
+		// pair both sides are one process: the client's figure is
+		// the whole, the server's would count it again.
+		const double gb = static_cast<double>(r.bytes) / 1e9;
+		if (gb > 0 && r.cpu_ns) {
+			row.cpu_client = Seconds(r.cpu_ns) / gb;
+			if (r.peer_cpu_ns && opt_.mode != Mode::kLoop)
+				row.cpu_server = Seconds(r.peer_cpu_ns) / gb;
+		}
 	}
 	if (IsLatencyTest(spec.test)) {
 		row.lat = Summarize(r.samples_ns);	// sorts the samples

@@ -38,6 +38,8 @@ private:
 	// Sets spec.count to the measured run's.
 	RunResult Measure(RunSpec &spec);
 	Row MakeRow(const RunSpec &spec, RunResult &result);
+	// GB/s of one direction of the link (its line rate), 0 if unknown.
+	double LineGbps() const;
 
 	Client &client_;
 	const Options &opt_;
