@@ -88,8 +88,10 @@ struct tb5_dev {
 	bool indexed;			/* @index is reserved in tb5_devs */
 	u32 speed_mbps;			/* the link's speed; 0: no wire (loop) */
 	const struct tb5_backend_ops *ops;	/* set at creation, never NULL */
-	/* The backend's own state for this end (a loop pair, a tb link); NULL
-	 * once the backend has let go. Read with READ_ONCE(). */
+	/*
+	 * The backend's own state for this end (a loop pair, a tb link);
+	 * NULL once the backend has let go. Read with READ_ONCE().
+	 */
 	void *backend;
 };
 
