@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # checkpatch.sh - the kernel's checkpatch.pl over every file of tb5.ko
-# (dkms/), failing on any error or warning but those an out-of-tree,
+# (dkms/) and of the emulated fabric's tbemu.ko (tests/tbemu/), failing on any error or warning but those an out-of-tree,
 # multi-kernel module cannot avoid:
 #   LINUX_VERSION_CODE, CONSTANT_COMPARISON  version guards for 6.1 .. sid
 #   EMBEDDED_FILENAME                        our files open with their name
@@ -33,8 +33,10 @@ if [[ ! -f $script ]]; then
 		'*/scripts/const_structs.checkpatch'
 fi
 
-cd "$top/dkms"
-mapfile -t files < <(find . -name '*.[ch]' ! -name '*.mod.c' | sort)
+# The module, and the emulated fabric's module that the tests load (kernel
+# code too, held to the same rules).
+cd "$top"
+mapfile -t files < <(find dkms tests/tbemu -name '*.[ch]' ! -name '*.mod.c' | sort)
 log=$(mktemp)
 rc=0
 perl "$script" --no-tree --terse --show-types \
@@ -49,4 +51,4 @@ if ((rc != 0)) || [[ -s $log ]]; then
 	exit 1
 fi
 rm -f "$log"
-echo "checkpatch: ${#files[@]} files of dkms/ clean"
+echo "checkpatch: ${#files[@]} files of dkms/ and tests/tbemu/ clean"

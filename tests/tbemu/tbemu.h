@@ -182,6 +182,8 @@ struct tbemu_cable {
 };
 
 /* tbemu_main.c */
+struct tbemu_slot *tbemu_wire_slot(struct tbemu_cable *c);
+void tbemu_wire_push(struct tbemu_cable *c);
 extern unsigned int tbemu_drop_requests;
 extern unsigned int tbemu_delay_ms;
 extern unsigned int tbemu_dup_responses;
@@ -199,7 +201,6 @@ void tbemu_xd_remove(struct tbemu_cable *c);
 void tbemu_ctl_rx(struct tbemu_cable *c, u32 type, const void *buf,
 		  size_t size);
 int tbemu_publish_props(struct tbemu_cable *c);
-void tbemu_for_each_cable(void (*fn)(struct tbemu_cable *c));
 int tbemu_cable_register(struct tbemu_cable *c);
 void tbemu_cable_unregister(struct tbemu_cable *c);
 int tbemu_tx_hop(struct tbemu_cable *c, int ring);

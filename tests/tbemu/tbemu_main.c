@@ -102,9 +102,10 @@ static void tbemu_ctl_flush(struct tbemu_cable *c)
 }
 
 /* A free slot of our wire, or NULL when the peer has not caught up. */
-static struct tbemu_slot *tbemu_wire_slot(struct tbemu_cable *c)
+struct tbemu_slot *tbemu_wire_slot(struct tbemu_cable *c)
 {
 	u32 head = tbemu_me(c)->tx_head;
+	/* Pairs with the peer's release of rx_tail: the slot is read out. */
 	u32 tail = smp_load_acquire(&tbemu_peer(c)->rx_tail);
 
 	if (head - tail >= TBEMU_SLOTS)
@@ -112,10 +113,12 @@ static struct tbemu_slot *tbemu_wire_slot(struct tbemu_cable *c)
 	return &c->shm->wire[c->side][head % TBEMU_SLOTS];
 }
 
-static void tbemu_wire_push(struct tbemu_cable *c)
+/* Publish the slot tbemu_wire_slot() gave, once it is filled. */
+void tbemu_wire_push(struct tbemu_cable *c)
 {
 	struct tbemu_side *me = tbemu_me(c);
 
+	/* The slot's contents before the index that hands it over. */
 	smp_store_release(&me->tx_head, me->tx_head + 1);
 }
 
@@ -169,6 +172,7 @@ static int tbemu_wire_rx(struct tbemu_cable *c)
 	struct tbemu_side *me = tbemu_me(c);
 	u32 gen = READ_ONCE(c->shm->plug_gen);
 	u32 tail = me->rx_tail;
+	/* Pairs with the peer's tbemu_wire_push(): slots up to head are full. */
 	u32 head = smp_load_acquire(&tbemu_peer(c)->tx_head);
 	int n = 0;
 
@@ -186,6 +190,7 @@ static int tbemu_wire_rx(struct tbemu_cable *c)
 		}
 		tail++;
 		n++;
+		/* Done reading the slot before the peer may reuse it. */
 		smp_store_release(&me->rx_tail, tail);
 	}
 	return n;
@@ -263,6 +268,7 @@ static ssize_t plugged_store(struct device *d, struct device_attribute *a,
 	if (!in && READ_ONCE(shm->plugged)) {
 		/* Everything on the wires now is lost with the cable. */
 		WRITE_ONCE(shm->plug_gen, shm->plug_gen + 1);
+		/* The new generation before the pulled state. */
 		smp_wmb();
 	}
 	WRITE_ONCE(shm->plugged, in);
@@ -344,11 +350,12 @@ static int tbemu_claim(struct tbemu_cable *c)
 		/* A fresh cable: the first end to come lays it out. */
 		if (cmpxchg(&shm->layout, 0, TBEMU_LAYOUT) == 0) {
 			shm->plugged = 1;
+			/* The layout before the magic that says it is there. */
 			smp_wmb();
 			WRITE_ONCE(shm->magic, TBEMU_MAGIC);
 		} else {
 			while (READ_ONCE(shm->magic) != TBEMU_MAGIC)
-				msleep(1);
+				usleep_range(1000, 2000);
 		}
 	}
 	if (READ_ONCE(shm->layout) != TBEMU_LAYOUT)
@@ -376,7 +383,9 @@ static void tbemu_side_init(struct tbemu_cable *c)
 	}
 	/* Whatever the peer sent to our previous life is not ours. */
 	WRITE_ONCE(me->rx_tail, READ_ONCE(tbemu_peer(c)->tx_head));
-	WRITE_ONCE(me->prop_gen, me->prop_gen + 1);
+	/* Even: not being written (tbemu_publish_props() makes it odd). */
+	WRITE_ONCE(me->prop_gen, (me->prop_gen | 1) + 1);
+	/* All of the above before the session that tells the peer to look. */
 	smp_wmb();
 	WRITE_ONCE(me->session, get_random_u32() | 1);
 }
@@ -520,6 +529,7 @@ static void tbemu_remove(struct pci_dev *pdev)
 	kfree(c->tb);
 	ida_free(&tbemu_cable_ida, c->index);
 	WRITE_ONCE(tbemu_me(c)->session, 0);
+	/* Gone before the end is free for another claim. */
 	smp_wmb();
 	WRITE_ONCE(tbemu_me(c)->owner, 0);
 }

@@ -104,7 +104,7 @@ static void ring_write_descriptors(struct tbemu_ring *r)
 		}
 		ring->head = (ring->head + 1) % ring->size;
 		if (!ring->is_tx && r->bound_hop >= 0) {
-			/* An E2E credit for the sender. */
+			/* An E2E credit for the sender, after the descriptor. */
 			smp_wmb();
 			WRITE_ONCE(me->rx_posted[r->bound_hop],
 				   me->rx_posted[r->bound_hop] + 1);
@@ -282,12 +282,13 @@ static void hop_publish(struct tbemu_cable *c, int hop, struct tbemu_ring *r)
 {
 	struct tbemu_side *me = tbemu_me(c);
 
-	/* A sender reading the new epoch never sees the old count. */
 	WRITE_ONCE(me->rx_posted[hop], 0);
+	/* A sender reading the new epoch never sees the old count. */
 	smp_wmb();
 	WRITE_ONCE(me->rx_epoch[hop], me->rx_epoch[hop] + 1);
 	WRITE_ONCE(me->rx_e2e[hop], r && (r->ring.flags & RING_FLAG_E2E));
 	WRITE_ONCE(me->rx_bound[hop], r != NULL);
+	/* The new epoch before its first credits. */
 	smp_wmb();
 	if (r && r->ring.running)
 		WRITE_ONCE(me->rx_posted[hop], ring_hw_owned(r));
@@ -491,7 +492,6 @@ static int ring_tx_step(struct tbemu_cable *c, struct tbemu_ring *r)
 {
 	struct tb_ring *ring = &r->ring;
 	struct tbemu_side *peer = tbemu_peer(c);
-	struct tbemu_side *me = tbemu_me(c);
 	int n = 0;
 
 	while (ring->running && r->hw != ring->head && n < 64) {
@@ -501,7 +501,7 @@ static int ring_tx_step(struct tbemu_cable *c, struct tbemu_ring *r)
 		const void *src;
 
 		if (hop >= 0 && tbemu_connected_now(c)) {
-			u32 head = me->tx_head;
+			/* Pairs with hop_publish(): credits of this epoch. */
 			u32 epoch = smp_load_acquire(&peer->rx_epoch[hop]);
 			struct tbemu_slot *s;
 
@@ -513,9 +513,9 @@ static int ring_tx_step(struct tbemu_cable *c, struct tbemu_ring *r)
 			    (!READ_ONCE(peer->rx_e2e[hop]) ||
 			     READ_ONCE(peer->rx_posted[hop]) == c->tx_sent[hop]))
 				break;	/* no credit: wait */
-			if (head - smp_load_acquire(&peer->rx_tail) >= TBEMU_SLOTS)
+			s = tbemu_wire_slot(c);
+			if (!s)
 				break;	/* the wire is full */
-			s = &c->shm->wire[c->side][head % TBEMU_SLOTS];
 			src = tbemu_dma_va(d->phys, len);
 			if (!src) {
 				dev_err_ratelimited(&c->pdev->dev,
@@ -532,7 +532,7 @@ static int ring_tx_step(struct tbemu_cable *c, struct tbemu_ring *r)
 			s->epoch = epoch;
 			s->sof = d->sof;
 			s->eof = d->eof;
-			smp_store_release(&me->tx_head, head + 1);
+			tbemu_wire_push(c);
 			c->tx_sent[hop]++;
 			atomic64_inc(&c->tx_frames);
 		} else {
@@ -604,8 +604,10 @@ void tbemu_ring_rx_frame(struct tbemu_cable *c, const struct tbemu_slot *s)
 				d->length = s->len & 0xfff;
 				d->sof = s->sof;
 				d->eof = s->eof;
-				/* Written back by the NHI: its status, not
-				 * POSTED (the same bit as BUFFER_OVERRUN). */
+				/*
+				 * Written back by the NHI: its status, not
+				 * POSTED (the same bit as BUFFER_OVERRUN).
+				 */
 				d->flags = RING_DESC_COMPLETED;
 			} else {
 				dev_err_ratelimited(&c->pdev->dev,

@@ -285,7 +285,8 @@ int tbemu_publish_props(struct tbemu_cable *c)
 	u32 n = 0;
 
 	mutex_lock(&tbemu_dirs_lock);
-	WRITE_ONCE(me->prop_gen, (me->prop_gen | 1) + 0);
+	WRITE_ONCE(me->prop_gen, me->prop_gen + 1);
+	/* Odd before the writes: a reader retries (tbemu_peer_props()). */
 	smp_wmb();
 	list_for_each_entry(d, &tbemu_dirs, node) {
 		struct tbemu_prop *p = &me->props[n];
@@ -301,25 +302,22 @@ int tbemu_publish_props(struct tbemu_cable *c)
 		n++;
 	}
 	WRITE_ONCE(me->nprops, n);
+	/* The directories before the even generation that publishes them. */
 	smp_wmb();
 	WRITE_ONCE(me->prop_gen, me->prop_gen + 1);
 	mutex_unlock(&tbemu_dirs_lock);
 	return 0;
 }
 
-void tbemu_for_each_cable(void (*fn)(struct tbemu_cable *c))
+/* Our directories changed: every cable carries the new set. */
+static void tbemu_republish_all(void)
 {
 	struct tbemu_cable_ref *r;
 
 	mutex_lock(&tbemu_cables_lock);
 	list_for_each_entry(r, &tbemu_cables, node)
-		fn(r->c);
+		tbemu_publish_props(r->c);
 	mutex_unlock(&tbemu_cables_lock);
-}
-
-static void tbemu_republish(struct tbemu_cable *c)
-{
-	tbemu_publish_props(c);
 }
 
 int tb_register_property_dir(const char *key, struct tb_property_dir *dir)
@@ -336,7 +334,7 @@ int tb_register_property_dir(const char *key, struct tb_property_dir *dir)
 	mutex_lock(&tbemu_dirs_lock);
 	list_add_tail(&d->node, &tbemu_dirs);
 	mutex_unlock(&tbemu_dirs_lock);
-	tbemu_for_each_cable(tbemu_republish);
+	tbemu_republish_all();
 	return 0;
 }
 EXPORT_SYMBOL_GPL(tb_register_property_dir);
@@ -357,7 +355,7 @@ void tb_unregister_property_dir(const char *key, struct tb_property_dir *dir)
 	}
 	mutex_unlock(&tbemu_dirs_lock);
 	if (found)
-		tbemu_for_each_cable(tbemu_republish);
+		tbemu_republish_all();
 }
 EXPORT_SYMBOL_GPL(tb_unregister_property_dir);
 
@@ -368,12 +366,14 @@ static bool tbemu_peer_props(struct tbemu_cable *c, struct tbemu_prop *props,
 			     u32 *n, u32 *gen)
 {
 	struct tbemu_side *peer = tbemu_peer(c);
+	/* Pairs with the writer's barriers in tbemu_publish_props(). */
 	u32 g1 = smp_load_acquire(&peer->prop_gen), g2;
 
 	if (g1 & 1)
 		return false;
 	*n = min_t(u32, READ_ONCE(peer->nprops), TBEMU_PROPS);
 	memcpy(props, peer->props, sizeof(peer->props));
+	/* The copy before the second look at the generation. */
 	smp_rmb();
 	g2 = READ_ONCE(peer->prop_gen);
 	*gen = g1;
@@ -503,8 +503,10 @@ static void tbemu_xd_add(struct tbemu_cable *c)
 	mutex_init(&xd->lock);
 	xd->vendor_name = "tbemu";
 	xd->device_name = kstrdup(name, GFP_KERNEL);
-	/* USB4 v2: 40 Gb/s per lane, both lanes (a count up to 6.4, a mask of
-	 * TB_LINK_WIDTH_* from 6.5: dual is 2 in both). */
+	/*
+	 * USB4 v2: 40 Gb/s per lane, both lanes (a count up to 6.4, a mask of
+	 * TB_LINK_WIDTH_* from 6.5: dual is 2 in both).
+	 */
 	xd->link_speed = 40;
 	xd->link_width = 2;
 	xd->link_usb4 = true;
