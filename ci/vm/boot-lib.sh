@@ -70,6 +70,7 @@ VM_KIND=''          # reached | boot-panic | boot-hang | qemu-error
 VM_REASON=''        # a line saying why, for the failures
 VM_QEMU_RC=0        # QEMU's exit status
 VM_TIMED_OUT=0      # 1: the test ran past TB5_VM_TIMEOUT (QEMU was killed)
+VM_START_SECS=''    # seconds from QEMU's start to the start marker
 VM_BOOTS=0          # boots made by tb5_vm_boot, retries included
 VM_RETRY_REASONS=() # one "kind: reason" per retried boot
 VM_QPID=''          # QEMU's pid while it runs
@@ -109,7 +110,7 @@ tb5_vm_boot_once() {
 	local boot_timeout=${TB5_VM_BOOT_TIMEOUT:-90} timeout=${TB5_VM_TIMEOUT:-900}
 	shift
 
-	VM_KIND='' VM_REASON='' VM_QEMU_RC=0 VM_TIMED_OUT=0
+	VM_KIND='' VM_REASON='' VM_QEMU_RC=0 VM_TIMED_OUT=0 VM_START_SECS=''
 	fifo=$(mktemp -u "${TMPDIR:-/tmp}/tb5-vm-console.XXXXXX")
 	mkfifo "$fifo"
 	: >"$log"
@@ -120,6 +121,7 @@ tb5_vm_boot_once() {
 	while kill -0 "$VM_QPID" 2>/dev/null; do
 		if ((!started)) && grep -aqF "$TB5_VM_START_MARKER" "$log"; then
 			started=1
+			VM_START_SECS=$((SECONDS - start))
 		fi
 		if ((!started && SECONDS - start >= boot_timeout)); then
 			killed=boot
@@ -139,6 +141,7 @@ tb5_vm_boot_once() {
 
 	if grep -aqF "$TB5_VM_START_MARKER" "$log"; then
 		VM_KIND=reached
+		[[ -n $VM_START_SECS ]] || VM_START_SECS=$((SECONDS - start))
 		[[ $killed != test ]] || VM_TIMED_OUT=1
 		return 0
 	fi
@@ -234,7 +237,7 @@ tb5_vm_verdict() {
 	fi
 	if ((${#reasons[@]} == 0)); then
 		rm -f "$badf"
-		echo "vm: $name: PASS ($(tb5_fmt_secs $((SECONDS - ${START:-0}))), log $log$retried)"
+		echo "vm: $name: PASS ($(tb5_fmt_secs $((SECONDS - ${START:-0}))), test reached after ${VM_START_SECS} s, log $log$retried)"
 		return "$TB5_VM_RC_PASS"
 	fi
 	if [[ -s $badf ]]; then
@@ -266,6 +269,7 @@ tb5_vm_write_status() {
 		echo "result=$kind"
 		echo "boots=$VM_BOOTS"
 		echo "retries=${#VM_RETRY_REASONS[@]}"
+		echo "start_secs=$VM_START_SECS"
 		for r in "${VM_RETRY_REASONS[@]}"; do
 			echo "retry=$r"
 		done
