@@ -210,7 +210,7 @@ main() {
 				"$VM_RETRIED" "$log")")
 			failed=$((failed + 1))
 			;;
-		3 | 4 | 5)
+		3 | 4 | 5 | 6)
 			RESULTS+=("$(printf '%-5s %-24s FAIL  VM never reached the tests: %s in %s boots (%s)' \
 				"$label" "$kver" "$VM_RESULT" "$VM_BOOTS" "$log")")
 			failed=$((failed + 1))

@@ -19,6 +19,10 @@
 #                    (TB5_VM_BOOT_TIMEOUT seconds); QEMU is killed then
 #        qemu-error  QEMU itself failed: it exited non-zero without a
 #                    guest panic (bad arguments, a crash, a signal)
+#      and a fourth, for a guest that got to its test, but not cleanly:
+#        boot-warning the kernel complained (a line matching
+#                    TB5_VM_BAD_PATTERNS) before the start marker, when
+#                    nothing of the test - tb5.ko included - had run yet
 #   2. The test: the end marker TB5_VM_END_MARKER with status 0, and no
 #      console line matching TB5_VM_BAD_PATTERNS. A failed test is never
 #      retried, and neither is a test that ran past TB5_VM_TIMEOUT.
@@ -36,14 +40,14 @@ TB5_VM_BAD_PATTERNS=('BUG:' 'WARNING:' 'Oops' 'KASAN' 'refcount_t'
 	'blocked for more than' 'UBSAN:' 'Kernel panic')
 # A guest that died before its test says one of these (the first one found
 # is the reason printed).
-TB5_VM_PANIC_PATTERNS=('Kernel panic' 'Oops' 'BUG:' 'general protection fault'
-	'double fault' 'invalid opcode')
+TB5_VM_PANIC_PATTERNS=('Oops' 'BUG:' 'general protection fault' 'double fault'
+	'invalid opcode' 'Kernel panic')
 
 # Exit statuses (ci/vm/run.sh, tb5_vm_verdict). 3 and above: the guest never
-# reached its test, even after the retries.
+# reached its test (cleanly), even after the retries.
 # shellcheck disable=SC2034  # used by the scripts that source this
 TB5_VM_RC_PASS=0 TB5_VM_RC_TEST=1 TB5_VM_RC_HARNESS=2
-TB5_VM_RC_PANIC=3 TB5_VM_RC_HANG=4 TB5_VM_RC_QEMU=5
+TB5_VM_RC_PANIC=3 TB5_VM_RC_HANG=4 TB5_VM_RC_QEMU=5 TB5_VM_RC_WARN=6
 
 # tb5_vm_qemu: sets VM_QEMU to the QEMU command both VMs start with (the
 # caller adds the kernel, initrd, disks and -append), and VM_APPEND to the
@@ -66,7 +70,7 @@ tb5_vm_qemu() {
 TB5_VM_SHOW=(cat)
 
 # State of the last boot, for the callers:
-VM_KIND=''          # reached | boot-panic | boot-hang | qemu-error
+VM_KIND=''          # reached | boot-panic | boot-hang | qemu-error | boot-warning
 VM_REASON=''        # a line saying why, for the failures
 VM_QEMU_RC=0        # QEMU's exit status
 VM_TIMED_OUT=0      # 1: the test ran past TB5_VM_TIMEOUT (QEMU was killed)
@@ -106,11 +110,14 @@ tb5_vm_last_line() {
 # whole run takes longer than TB5_VM_TIMEOUT. Sets VM_KIND, VM_REASON,
 # VM_QEMU_RC, VM_TIMED_OUT.
 tb5_vm_boot_once() {
-	local log=$1 fifo ppid start=$SECONDS started=0 killed='' pat line
+	local log=$1 fifo ppid start=$SECONDS started=0 killed='' pat line bad=()
 	local boot_timeout=${TB5_VM_BOOT_TIMEOUT:-90} timeout=${TB5_VM_TIMEOUT:-900}
 	shift
 
 	VM_KIND='' VM_REASON='' VM_QEMU_RC=0 VM_TIMED_OUT=0 VM_START_SECS=''
+	for pat in "${TB5_VM_BAD_PATTERNS[@]}"; do
+		bad+=(-e "$pat")
+	done
 	fifo=$(mktemp -u "${TMPDIR:-/tmp}/tb5-vm-console.XXXXXX")
 	mkfifo "$fifo"
 	: >"$log"
@@ -143,6 +150,14 @@ tb5_vm_boot_once() {
 		VM_KIND=reached
 		[[ -n $VM_START_SECS ]] || VM_START_SECS=$((SECONDS - start))
 		[[ $killed != test ]] || VM_TIMED_OUT=1
+		# A kernel complaint before the marker is the boot's, not the
+		# test's: nothing of the test had run.
+		line=$(awk -v m="$TB5_VM_START_MARKER" 'index($0, m) { exit } { print }' "$log" |
+			grep -a -m1 -F "${bad[@]}" | cut -c1-160 || true)
+		if [[ -n $line ]]; then
+			VM_KIND=boot-warning
+			VM_REASON="the kernel complained before the test: $line"
+		fi
 		return 0
 	fi
 	if [[ -n $killed ]]; then
@@ -185,7 +200,7 @@ tb5_vm_boot() {
 		VM_BOOTS=$((VM_BOOTS + 1))
 		tb5_vm_boot_once "$log" "$@"
 		[[ $VM_KIND == reached ]] && return 0
-		echo "vm: $name: boot $VM_BOOTS never reached the test: $VM_KIND: $VM_REASON"
+		echo "vm: $name: boot $VM_BOOTS failed before the test: $VM_KIND: $VM_REASON"
 		((VM_BOOTS <= retries)) || return 1
 		kept=${log%.log}-boot$VM_BOOTS.log
 		mv "$log" "$kept"
@@ -198,8 +213,8 @@ tb5_vm_boot() {
 # prints the offending lines and the verdict line
 #   vm: NAME: PASS (...)
 #   vm: NAME: FAIL (test failed): <reasons>
-#   vm: NAME: FAIL (boot-panic|boot-hang|qemu-error, never reached the test
-#             in N boots): <reason>
+#   vm: NAME: FAIL (boot-panic|boot-hang|qemu-error|boot-warning, never
+#             reached the test in N boots): <reason>
 # and returns its TB5_VM_RC_* status. TB5_VM_TAIL=1 prints the log's last
 # 40 lines on a failure whatever happened (they are printed anyway when the
 # guest never reached its end).
@@ -211,10 +226,11 @@ tb5_vm_verdict() {
 	if [[ $VM_KIND != reached ]]; then
 		echo "---- last 40 lines of $log:"
 		tail -n 40 "$log"
-		echo "vm: $name: FAIL ($VM_KIND, never reached the test in $VM_BOOTS boot(s)): $VM_REASON"
+		echo "vm: $name: FAIL ($VM_KIND, no boot of $VM_BOOTS reached the test$([[ $VM_KIND != boot-warning ]] || echo ' cleanly')): $VM_REASON"
 		case $VM_KIND in
 		boot-panic) return "$TB5_VM_RC_PANIC" ;;
 		boot-hang) return "$TB5_VM_RC_HANG" ;;
+		boot-warning) return "$TB5_VM_RC_WARN" ;;
 		*) return "$TB5_VM_RC_QEMU" ;;
 		esac
 	fi

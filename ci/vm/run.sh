@@ -25,7 +25,8 @@
 #
 # /init prints "TB5-VM-START:" right before the test script and
 # "TB5-VM-RESULT: rc=N" after it. A boot that never prints the start marker
-# (a panic, a hang past the boot watchdog, a QEMU error) is retried, at most
+# (a panic, a hang past the boot watchdog, a QEMU error), or prints a kernel
+# complaint before it, is retried, at most
 # TB5_VM_BOOT_RETRIES times; a test is never retried. The test FAILS when the
 # end marker is missing (panic, oops, deadlock, timeout), when N != 0, or
 # when any console line - kernel or test output - contains one of the
@@ -38,6 +39,8 @@
 #   3  boot panic: every boot died before the test (panic, oops, reset)
 #   4  boot hang: no boot reached the test within the boot watchdog
 #   5  QEMU error: QEMU itself failed on every boot
+#   6  boot warning: the kernel complained (BUG:, WARNING:, ...) before the
+#      start marker on every boot, before anything of the test had run
 # (3-5: the last boot's kind.) LOG_DIR/<log name>.status says the same for
 # ci/kernel-tests.sh and ci/vm/soak.sh, with the boots made and the reason
 # of every retried one.

@@ -3,9 +3,9 @@
 #
 # ci/vm/soak.sh N [LABEL...] - boot each kernel N times under QEMU with a
 # trivial test (ci/vm/soak/vm-tests.sh, no tb5.ko) and count how each boot
-# ended: pass, test-failed, boot-panic, boot-hang, qemu-error (ci/vm/run.sh's
-# exit statuses; see ci/vm/boot-lib.sh). The kernels take turns, so a
-# change of the machine's load falls on all of them alike.
+# ended: pass, test-failed, boot-panic, boot-hang, qemu-error, boot-warning
+# (ci/vm/run.sh's exit statuses; see ci/vm/boot-lib.sh). The kernels take
+# turns, so a change of the machine's load falls on all of them alike.
 #
 # The initramfs carries TB5_SOAK_BALLAST_MIB (default 40) MiB of random
 # bytes, as big as the real tests' (about 41 MiB): the kernel unpacks it on
@@ -31,7 +31,7 @@ set -euo pipefail
 # shellcheck source=ci/kernel-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../kernel-lib.sh"
 
-KINDS=(pass test-failed boot-panic boot-hang qemu-error harness-error)
+KINDS=(pass test-failed boot-panic boot-hang qemu-error boot-warning harness-error)
 
 # median_of "N N ...": the median of the numbers (? for none).
 median_of() {
@@ -89,6 +89,7 @@ main() {
 			3) kind=boot-panic ;;
 			4) kind=boot-hang ;;
 			5) kind=qemu-error ;;
+			6) kind=boot-warning ;;
 			*) kind=harness-error ;;
 			esac
 			count[$label/$kind]=$((${count[$label/$kind]:-0} + 1))
