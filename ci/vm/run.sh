@@ -50,8 +50,8 @@
 #
 # Knobs: TB5_VM_MEM (MiB, default 2048), TB5_VM_SMP (2), TB5_VM_TIMEOUT
 # (seconds for the whole run, default 900), TB5_VM_BOOT_TIMEOUT (seconds to
-# the start marker, default 90), TB5_VM_BOOT_RETRIES (2), TB5_VM_CPU (QEMU's
-# -cpu model, see QEMU_CPU below), TB5_VM_SCRIPT (a script to run instead of
+# the start marker, default 120), TB5_VM_BOOT_RETRIES (2), TB5_VM_CPU,
+# TB5_VM_TCG_THREAD, TB5_VM_CLOCK (see ci/vm/boot-lib.sh), TB5_VM_SCRIPT (a script to run instead of
 # TEST_DIR/vm-tests.sh; it is copied to /tests), TB5_VM_MODULES (extra
 # modules), TB5_VM_APPEND (extra kernel parameters), TB5_VM_QUIET=1 (only the
 # test script's lines on stdout, not the kernel's; the log keeps both).
@@ -204,7 +204,7 @@ boot() {
 	append="$VM_APPEND hung_task_panic=1 loglevel=7 printk.time=1 ${TB5_VM_APPEND:-}"
 	# Quiet: only the lines without a kernel timestamp, the tests' own.
 	[[ ${TB5_VM_QUIET:-0} == 1 ]] && TB5_VM_SHOW=(grep --line-buffered -av '^\[ *[0-9]*\.[0-9]*\]')
-	echo "vm: booting $KVER under QEMU TCG (${VM_QEMU[*]:1}; boot watchdog ${TB5_VM_BOOT_TIMEOUT:-90} s, timeout ${TB5_VM_TIMEOUT:-900} s)"
+	echo "vm: booting $KVER under QEMU TCG (${VM_QEMU[*]:1}; boot watchdog ${TB5_VM_BOOT_TIMEOUT:-120} s, timeout ${TB5_VM_TIMEOUT:-900} s)"
 	# The log is written as the console goes: it can be followed while
 	# the VM runs, and a stopped run keeps all of it.
 	tb5_vm_boot "$KVER" "$LOG" "${VM_QEMU[@]}" \

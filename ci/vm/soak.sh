@@ -68,8 +68,9 @@ main() {
 	export TB5_VM_BOOT_RETRIES=${TB5_SOAK_RETRIES:-0}
 	export TB5_VM_TIMEOUT=${TB5_VM_TIMEOUT:-300}
 	export TB5_VM_QUIET=1
-	echo "soak: $n boots of each of ${labels[*]} (boot watchdog ${TB5_VM_BOOT_TIMEOUT:-90} s," \
-		"-cpu ${TB5_VM_CPU:-default}, TCG threads ${TB5_VM_TCG_THREAD:-default}," \
+	echo "soak: $n boots of each of ${labels[*]} (boot watchdog ${TB5_VM_BOOT_TIMEOUT:-120} s," \
+		"-cpu ${TB5_VM_CPU:-max}, TCG threads ${TB5_VM_TCG_THREAD:-single}," \
+		"clock parameters ${TB5_VM_CLOCK-tsc=reliable}," \
 		"${TB5_VM_SMP:-2} CPUs, retries $TB5_VM_BOOT_RETRIES," \
 		"extra kernel parameters: ${TB5_VM_APPEND:-none}, ballast $ballast MiB);" \
 		"logs of failures in $out"
