@@ -22,7 +22,10 @@
 #      and sid with one, the last two with swiotlb=force; and on 6.12 three
 #      VMs cabled in a triangle (<kver>-triangle-{a,b,c}.log)
 #
-# Prints one line per kernel and "kernel-tests: N passed, M failed"; exits
+# Prints one line per kernel (a failure says whether the tests failed or the
+# VM never reached them), one line per VM boot that was retried (with its
+# reason; ci/vm/run.sh retries a boot that never reached the tests, at most
+# twice) and "kernel-tests: N passed, M failed, R VM boot(s) retried"; exits
 # non-zero when a kernel failed. Needs root (apt-get, dkms, chroot).
 #
 # Knobs: TB5_KERNELS (labels to test, default "6.1 6.12 sid"), TB5_DKMS_TREE
@@ -48,6 +51,47 @@ declare -A FABRIC_APPEND=([6.1]="" [6.12]="swiotlb=force" [sid]="swiotlb=force")
 declare -A FABRIC_TRIANGLE=([6.12]=1)
 TIMES=()
 RESULTS=()
+RETRY_LINES=()
+
+# vm_status FILE: reads what ci/vm/run.sh wrote in FILE (its .status) into
+# VM_RESULT, VM_BOOTS, VM_RETRIES, VM_RETRY_LINES (the retried boots'
+# reasons) and VM_RETRIED (", after N boot retries (kinds)" or nothing).
+vm_status() {
+	local key val kinds=()
+
+	VM_RESULT=unknown VM_BOOTS=0 VM_RETRIES=0 VM_RETRY_LINES=() VM_RETRIED=''
+	[[ -f $1 ]] || return 0
+	while IFS='=' read -r key val; do
+		case $key in
+		result) VM_RESULT=$val ;;
+		boots) VM_BOOTS=$val ;;
+		retries) VM_RETRIES=$val ;;
+		retry)
+			VM_RETRY_LINES+=("$val")
+			kinds+=("${val%%:*}")
+			;;
+		esac
+	done <"$1"
+	if ((VM_RETRIES > 0)); then
+		VM_RETRIED=", after $VM_RETRIES boot retr$( ((VM_RETRIES == 1)) && echo y || echo ies) (${kinds[*]})"
+	fi
+}
+
+# fabric_retries LABEL KVER TAG: the boot retries of the fabric's VMs
+# (<kver>-TAG-<host>.status), counted and listed like the others.
+fabric_retries() {
+	local f reason
+
+	for f in "$BUILD/vm-logs/$2-$3"-?.status; do
+		[[ -f $f ]] || continue
+		vm_status "$f"
+		retries=$((retries + VM_RETRIES))
+		for reason in "${VM_RETRY_LINES[@]}"; do
+			RETRY_LINES+=("$(printf '%-5s %s host %s: boot retried: %s' "$1" "$3" \
+				"$(basename "$f" .status | sed 's/.*-//')" "$reason")")
+		done
+	done
+}
 
 # timed NAME COMMAND...: runs COMMAND, records how long it took.
 timed() {
@@ -135,7 +179,7 @@ build_vm_tests() {
 }
 
 main() {
-	local label tree ok=0 failed=0 start=$SECONDS kver ko
+	local label tree ok=0 failed=0 start=$SECONDS kver ko rc retries=0 reason log script
 	local -A built=()
 
 	tb5_install_deps build-essential cmake ninja-build
@@ -178,18 +222,45 @@ main() {
 			continue
 		fi
 		tb5_banner "kernel-tests: VM, $label ($kver)"
-		if timed "VM, $label" "$TB5_ROOT/ci/vm/run.sh" "$label" "$ko" "$TESTS" \
-			"$BUILD/vm-logs"; then
-			RESULTS+=("$(printf '%-5s %-24s PASS  built warning-free, VM tests passed' \
-				"$label" "$kver")")
+		rc=0
+		# run.sh's log name: <kver>.log, <kver>-<script>.log for another
+		# script than vm-tests.sh (TB5_VM_SCRIPT); .status beside it.
+		log=$BUILD/vm-logs/$kver.log
+		script=$(basename "${TB5_VM_SCRIPT:-vm-tests.sh}" .sh)
+		[[ $script == vm-tests ]] || log=${log%.log}-$script.log
+		rm -f "${log%.log}.status"
+		timed "VM, $label" "$TB5_ROOT/ci/vm/run.sh" "$label" "$ko" "$TESTS" \
+			"$BUILD/vm-logs" || rc=$?
+		vm_status "${log%.log}.status"
+		retries=$((retries + VM_RETRIES))
+		case $rc in
+		0)
+			RESULTS+=("$(printf '%-5s %-24s PASS  built warning-free, VM tests passed%s' \
+				"$label" "$kver" "$VM_RETRIED")")
 			ok=$((ok + 1))
-		else
-			RESULTS+=("$(printf '%-5s %-24s FAIL  VM tests (%s)' "$label" "$kver" \
-				"$BUILD/vm-logs/$kver.log")")
+			;;
+		1)
+			RESULTS+=("$(printf '%-5s %-24s FAIL  VM tests failed%s (%s)' "$label" "$kver" \
+				"$VM_RETRIED" "$log")")
 			failed=$((failed + 1))
-		fi
+			;;
+		3 | 4 | 5 | 6)
+			RESULTS+=("$(printf '%-5s %-24s FAIL  VM never reached the tests: %s in %s boots (%s)' \
+				"$label" "$kver" "$VM_RESULT" "$VM_BOOTS" "$log")")
+			failed=$((failed + 1))
+			;;
+		*)
+			RESULTS+=("$(printf '%-5s %-24s FAIL  ci/vm/run.sh could not run (exit %s)' \
+				"$label" "$kver" "$rc")")
+			failed=$((failed + 1))
+			;;
+		esac
+		for reason in "${VM_RETRY_LINES[@]}"; do
+			RETRY_LINES+=("$(printf '%-5s boot retried: %s' "$label" "$reason")")
+		done
 		[[ -f $TESTS/vm-tests-fabric.sh ]] || continue
 		tb5_banner "kernel-tests: fabric, $label ($kver), two hosts"
+		rm -f "$BUILD/vm-logs/$kver"-fabric-?.status
 		if TB5_FABRIC_CABLES=${FABRIC_CABLES[$label]:-1} \
 			TB5_VM_APPEND="${FABRIC_APPEND[$label]:-}" \
 			timed "fabric, $label" "$TB5_ROOT/ci/vm/run-pair.sh" "$label" "$ko" \
@@ -203,7 +274,9 @@ main() {
 				"$BUILD/vm-logs/$kver-fabric-a.log" "-b.log")")
 			failed=$((failed + 1))
 		fi
+		fabric_retries "$label" "$kver" fabric
 		[[ -n ${FABRIC_TRIANGLE[$label]:-} ]] || continue
+		rm -f "$BUILD/vm-logs/$kver"-triangle-?.status
 		tb5_banner "kernel-tests: fabric, $label ($kver), three hosts in a triangle"
 		if TB5_FABRIC_HOSTS=3 timed "triangle, $label" "$TB5_ROOT/ci/vm/run-pair.sh" \
 			"$label" "$ko" "$BUILD/tbemu/$kver/tbemu.ko" "$TESTS" "$BUILD/vm-logs"; then
@@ -215,12 +288,14 @@ main() {
 				"$BUILD/vm-logs/$kver-triangle-{a,b,c}.log")")
 			failed=$((failed + 1))
 		fi
+		fabric_retries "$label" "$kver" triangle
 	done
 
 	tb5_banner "kernel-tests: summary ($(tb5_fmt_secs $((SECONDS - start))))"
 	printf '%s\n' "${TIMES[@]}"
 	printf '%s\n' "${RESULTS[@]}"
-	echo "kernel-tests: $ok passed, $failed failed"
+	((${#RETRY_LINES[@]} == 0)) || printf '%s\n' "${RETRY_LINES[@]}"
+	echo "kernel-tests: $ok passed, $failed failed, $retries VM boot(s) retried"
 	((failed == 0))
 }
 

@@ -15,7 +15,8 @@
 #     before it (the package's postinst, run as dpkg runs it on install),
 #     and ring_size=1024 written to the conffile takes effect after a reload
 #
-# Prints "TB5-VM-RESULT: rc=N" last and powers the machine off.
+# Prints "TB5-VM-START:" first (the system reached the test),
+# "TB5-VM-RESULT: rc=N" last, and powers the machine off.
 set -uo pipefail
 
 RING=${TB5_GUEST_RING:-4096}
@@ -80,6 +81,9 @@ as_tester() {
 }
 
 main() {
+	# The start marker: the system booted and the test begins (the host
+	# tells a boot that never got here from a failed test).
+	echo "TB5-VM-START: kernel $(uname -r), $(nproc) CPUs"
 	say "kernel $(uname -r), tb5-dkms $(dpkg-query -W -f='${Version}' tb5-dkms)," \
 		"udev $(udevadm --version)"
 	say "$CONF: $(grep '^options' "$CONF")"

@@ -23,15 +23,35 @@
 # thunderbolt (and configfs, which sid's thunderbolt needs) and any module in
 # $TB5_VM_MODULES. Modules are decompressed for busybox.
 #
-# The run FAILS when the end marker "TB5-VM-RESULT: rc=N" is missing (panic,
-# oops, deadlock, timeout), when N != 0, or when any console line - kernel
-# or test output - contains one of the patterns in BAD_PATTERNS below.
+# /init prints "TB5-VM-START:" right before the test script and
+# "TB5-VM-RESULT: rc=N" after it. A boot that never prints the start marker
+# (a panic, a hang past the boot watchdog, a QEMU error), or prints a kernel
+# complaint before it, is retried, at most
+# TB5_VM_BOOT_RETRIES times; a test is never retried. The test FAILS when the
+# end marker is missing (panic, oops, deadlock, timeout), when N != 0, or
+# when any console line - kernel or test output - contains one of the
+# patterns of TB5_VM_BAD_PATTERNS (ci/vm/boot-lib.sh).
+#
+# Exit status (the verdict line says the same in words):
+#   0  PASS
+#   1  the test failed (the guest reached it)
+#   2  the harness could not run (usage, a missing kernel or file)
+#   3  boot panic: every boot died before the test (panic, oops, reset)
+#   4  boot hang: no boot reached the test within the boot watchdog
+#   5  QEMU error: QEMU itself failed on every boot
+#   6  boot warning: the kernel complained (BUG:, WARNING:, ...) before the
+#      start marker on every boot, before anything of the test had run
+# (3-5: the last boot's kind.) LOG_DIR/<log name>.status says the same for
+# ci/kernel-tests.sh and ci/vm/soak.sh, with the boots made and the reason
+# of every retried one.
 #
 # The caller's TB5K_* environment variables (the knobs of
 # tests/kernel/vm-tests.sh) are set inside the VM too.
 #
 # Knobs: TB5_VM_MEM (MiB, default 2048), TB5_VM_SMP (2), TB5_VM_TIMEOUT
-# (seconds, default 900), TB5_VM_SCRIPT (a script to run instead of
+# (seconds for the whole run, default 900), TB5_VM_BOOT_TIMEOUT (seconds to
+# the start marker, default 120), TB5_VM_BOOT_RETRIES (2), TB5_VM_CPU,
+# TB5_VM_TCG_THREAD, TB5_VM_CLOCK (see ci/vm/boot-lib.sh), TB5_VM_SCRIPT (a script to run instead of
 # TEST_DIR/vm-tests.sh; it is copied to /tests), TB5_VM_MODULES (extra
 # modules), TB5_VM_APPEND (extra kernel parameters), TB5_VM_QUIET=1 (only the
 # test script's lines on stdout, not the kernel's; the log keeps both),
@@ -41,23 +61,22 @@
 set -euo pipefail
 # shellcheck source=ci/kernel-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../kernel-lib.sh"
+# shellcheck source=ci/vm/boot-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/boot-lib.sh"
 
-# What a console line must never contain. Beyond the usual reports: a task
-# blocked in the kernel for 2 minutes (a deadlock; hung_task_panic=1 ends the
-# run there), UBSAN's reports, and a panic.
-BAD_PATTERNS=('BUG:' 'WARNING:' 'Oops' 'KASAN' 'refcount_t'
-	'list_add corruption' 'sleeping function called'
-	'blocked for more than' 'UBSAN:' 'Kernel panic')
-END_MARKER='TB5-VM-RESULT: rc='
+# The harness's own errors exit 2, apart from a failed test (1) and the
+# boot failures (3-5).
+tb5_die() {
+	printf '%s: error: %s\n' "${0##*/}" "$*" >&2
+	exit "$TB5_VM_RC_HARNESS"
+}
+
 # Modules tb5 may need: the Thunderbolt bus (with what it depends on:
 # configfs on sid; tb5.ko's own "depends" brings it too), thunderbolt_net
 # (which the tb backend must coexist with) and udmabuf where it is a module
 # (built in on 6.12 and sid, absent on 6.1).
 WANT_MODULES=(thunderbolt configfs thunderbolt_net udmabuf)
 
-MEM=${TB5_VM_MEM:-2048}
-SMP=${TB5_VM_SMP:-2}
-TIMEOUT=${TB5_VM_TIMEOUT:-900}
 
 # resolve_kernel KERNEL: sets ROOT (image root), VMLINUZ, MODDIR, KVER.
 resolve_kernel() {
@@ -180,65 +199,22 @@ build_initramfs() {
 }
 
 boot() {
-	local append rc=0 show=(cat)
+	local append
 
-	# panic=-1 + -no-reboot: a panic ends QEMU at once instead of hanging
-	# until the timeout; oops=panic and hung_task_panic=1 make an oops and a
-	# task blocked for 120 s (a deadlock) panics.
-	append="console=ttyS0 panic=-1 oops=panic hung_task_panic=1 loglevel=7"
-	append+=" printk.time=1 random.trust_cpu=on ${TB5_VM_APPEND:-}"
+	# On top of boot-lib.sh's: hung_task_panic=1 makes a task blocked for
+	# 120 s (a deadlock) panic; every message, timestamped.
+	tb5_vm_qemu
+	append="$VM_APPEND hung_task_panic=1 loglevel=7 printk.time=1 ${TB5_VM_APPEND:-}"
 	# Quiet: only the lines without a kernel timestamp, the tests' own.
-	[[ ${TB5_VM_QUIET:-0} == 1 ]] && show=(grep --line-buffered -av '^\[ *[0-9]*\.[0-9]*\]')
-	echo "vm: booting $KVER under QEMU TCG (${MEM} MiB, $SMP CPUs, timeout ${TIMEOUT} s)"
-	# -cpu max: every feature TCG emulates (RDRAND seeds the kernel's RNG
-	# at once). Nested KVM is unusable on these machines. The log is
-	# written as the console goes (sed -u): it can be followed while the VM
-	# runs, and a stopped run keeps all of it.
+	[[ ${TB5_VM_QUIET:-0} == 1 ]] && TB5_VM_SHOW=(grep --line-buffered -av '^\[ *[0-9]*\.[0-9]*\]')
+	echo "vm: booting $KVER under QEMU TCG (${VM_QEMU[*]:1}; boot watchdog ${TB5_VM_BOOT_TIMEOUT:-120} s, timeout ${TB5_VM_TIMEOUT:-900} s)"
+	# The log is written as the console goes: it can be followed while
+	# the VM runs, and a stopped run keeps all of it.
+	# More devices: the emulated fabric's cables (ci/vm/run-pair.sh).
 	local -a extra=()
 	read -r -a extra <<<"${TB5_VM_QEMU_ARGS:-}"
-	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -accel tcg -cpu max \
-		-m "$MEM" -smp "$SMP" -nographic -no-reboot -net none "${extra[@]}" \
-		-kernel "$VMLINUZ" -initrd "$WORK/initramfs.gz" -append "$append" \
-		</dev/null 2>&1 | sed -u 's/\r//g' | tee "$LOG" | "${show[@]}" ||
-		rc=${PIPESTATUS[0]}
-	QEMU_RC=$rc
-}
-
-# judge: prints the verdict, returns non-zero on failure.
-judge() {
-	local marker pat bad=() reasons=()
-
-	marker=$(grep -a "^$END_MARKER" "$LOG" | tail -n1 || true)
-	if [[ -z $marker ]]; then
-		if ((QEMU_RC == 124 || QEMU_RC == 137)); then
-			reasons+=("no end marker: timed out after $TIMEOUT s")
-		else
-			reasons+=("no end marker (QEMU exit $QEMU_RC: panic or crash?)")
-		fi
-	elif [[ ${marker#"$END_MARKER"} != 0 ]]; then
-		reasons+=("${SCRIPT##*/} exited with ${marker#"$END_MARKER"}")
-	fi
-	for pat in "${BAD_PATTERNS[@]}"; do
-		bad+=(-e "$pat")
-	done
-	if grep -anF "${bad[@]}" "$LOG" >"$WORK/bad"; then
-		reasons+=("the log has $(wc -l <"$WORK/bad") line(s) matching ${BAD_PATTERNS[*]}")
-	fi
-	if ((${#reasons[@]} == 0)); then
-		echo "vm: $KVER: PASS ($(tb5_fmt_secs $((SECONDS - START))), log $LOG)"
-		return 0
-	fi
-	if [[ -s $WORK/bad ]]; then
-		echo "---- offending lines of $LOG:"
-		head -n 50 "$WORK/bad"
-	fi
-	if [[ ${TB5_VM_QUIET:-0} == 1 || -z $marker ]]; then
-		echo "---- last 40 lines of $LOG:"
-		tail -n 40 "$LOG"
-	fi
-	local IFS=';'
-	echo "vm: $KVER: FAIL: ${reasons[*]}" | sed 's/;/; /g'
-	return 1
+	tb5_vm_boot "$KVER" "$LOG" "${VM_QEMU[@]}" "${extra[@]}" \
+		-kernel "$VMLINUZ" -initrd "$WORK/initramfs.gz" -append "$append" || true
 }
 
 main() {
@@ -269,11 +245,14 @@ main() {
 	[[ -z ${TB5_VM_LOG_NAME:-} ]] || LOG=$(realpath "$LOGDIR")/$TB5_VM_LOG_NAME.log
 	WORK=$(mktemp -d "${TMPDIR:-/tmp}/tb5-vm.XXXXXX")
 	RD=$WORK/root
-	trap 'rm -rf "$WORK"' EXIT
+	trap 'tb5_vm_kill_qemu; rm -rf "$WORK"' EXIT
 
 	build_initramfs
 	boot
-	judge
+	local rc=0
+	TB5_VM_TAIL=${TB5_VM_QUIET:-0} tb5_vm_verdict "$KVER" "$LOG" "${SCRIPT##*/}" || rc=$?
+	tb5_vm_write_status "${LOG%.log}.status" "$rc"
+	return "$rc"
 }
 
 main "$@"
