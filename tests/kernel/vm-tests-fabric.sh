@@ -203,16 +203,23 @@ wait_gone() {
 		left=$((left - 1))
 	done
 }
-# wait_not_ready CHECK SECONDS: no tb link ready (down, or gone).
-wait_not_ready() {
-	left=$(($2 * 5))
+# wait_each_down CHECK SECONDS: every tb link seen not ready (down, or
+# gone) at least once, not necessarily all at the same time.
+wait_each_down() {
+	left=$(($2 * 5)) seen=
 	while :; do
-		up=0
+		todo=0
 		for l in "$CLASS"/tb5_*; do
-			[ -e "$l/state" ] && [ "$(cat "$l/state")" = ready ] && up=1
+			name=${l##*/}
+			case " $seen " in *" $name "*) continue ;; esac
+			if [ -e "$l/state" ] && [ "$(cat "$l/state")" = ready ]; then
+				todo=1
+			else
+				seen="$seen $name"
+			fi
 		done
-		[ "$up" = 0 ] && return 0
-		[ "$left" -gt 0 ] || fail "$1" "the links stayed ready for $2 s"
+		[ "$todo" = 0 ] && return 0
+		[ "$left" -gt 0 ] || fail "$1" "a link stayed ready for $2 s"
 		nap
 		left=$((left - 1))
 	done
@@ -338,12 +345,18 @@ wait_ready "$CABLES" 120 || fail "$check" "the links did not come back"
 barrier "$check"
 pass "$check"
 
-# suspend: a sleeps 2 s and wakes; both see the links go down and up.
+# suspend: a sleeps 2 s and wakes (every cable at once); b sees each of
+# its links go down, then all come back.
 check=fabric.suspend
 if [ "$ROLE" = a ]; then
-	for d in $(cables); do echo 2000 >"$d/tbemu/pm_cycle" || fail "$check" "pm_cycle"; done
+	pids=
+	for d in $(cables); do
+		echo 2000 >"$d/tbemu/pm_cycle" &
+		pids="$pids $!"
+	done
+	for p in $pids; do wait "$p" || fail "$check" "pm_cycle"; done
 else
-	wait_not_ready "$check" 60
+	wait_each_down "$check" 60
 fi
 wait_ready "$CABLES" 120 || fail "$check" "the links did not come back"
 [ "$ROLE" = b ] && short_clients "$check"
