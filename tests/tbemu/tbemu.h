@@ -77,7 +77,6 @@ struct tbemu_side {
 	u32 nprops;
 	struct tbemu_prop props[TBEMU_PROPS];
 	/* Receive side of each HopID: which ring takes it, E2E credits. */
-	u32 rx_bound[TBEMU_HOPS];	/* 1: a path delivers this HopID */
 	u32 rx_e2e[TBEMU_HOPS];		/* 1: its RX ring has E2E */
 	u32 rx_epoch[TBEMU_HOPS];	/* bumped when the binding changes */
 	u32 rx_posted[TBEMU_HOPS];	/* descriptors posted in the epoch */
@@ -197,6 +196,7 @@ bool tbemu_connected_now(struct tbemu_cable *c);
 int tbemu_bus_init(void);
 void tbemu_bus_exit(void);
 void tbemu_xd_work(struct work_struct *work);
+bool tbemu_xd_stale(struct tbemu_cable *c);
 void tbemu_xd_remove(struct tbemu_cable *c);
 void tbemu_ctl_rx(struct tbemu_cable *c, u32 type, const void *buf,
 		  size_t size);

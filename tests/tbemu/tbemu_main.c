@@ -210,10 +210,8 @@ static void tbemu_watch(struct tbemu_cable *c)
 	}
 	want = tbemu_connected_now(c);
 	have = READ_ONCE(c->xd) != NULL;
-	if (want != have ||
-	    (have && (READ_ONCE(c->xd_gen) != READ_ONCE(c->shm->plug_gen) ||
-		      READ_ONCE(c->xd_peer_session) != READ_ONCE(peer->session) ||
-		      READ_ONCE(c->seen_prop_gen) != READ_ONCE(peer->prop_gen))))
+	if (want != have || (have && (tbemu_xd_stale(c) ||
+		READ_ONCE(c->seen_prop_gen) != READ_ONCE(peer->prop_gen))))
 		queue_work(c->wq, &c->xd_work);
 }
 
@@ -377,10 +375,8 @@ static void tbemu_side_init(struct tbemu_cable *c)
 	export_uuid(me->uuid, &tbemu_uuid);
 	strscpy(me->name, tbemu_name, sizeof(me->name));
 	WRITE_ONCE(me->nprops, 0);
-	for (h = 0; h < TBEMU_HOPS; h++) {
-		WRITE_ONCE(me->rx_bound[h], 0);
+	for (h = 0; h < TBEMU_HOPS; h++)
 		WRITE_ONCE(me->rx_epoch[h], me->rx_epoch[h] + 1);
-	}
 	/* Whatever the peer sent to our previous life is not ours. */
 	WRITE_ONCE(me->rx_tail, READ_ONCE(tbemu_peer(c)->tx_head));
 	/* Even: not being written (tbemu_publish_props() makes it odd). */

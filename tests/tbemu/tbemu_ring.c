@@ -287,7 +287,6 @@ static void hop_publish(struct tbemu_cable *c, int hop, struct tbemu_ring *r)
 	smp_wmb();
 	WRITE_ONCE(me->rx_epoch[hop], me->rx_epoch[hop] + 1);
 	WRITE_ONCE(me->rx_e2e[hop], r && (r->ring.flags & RING_FLAG_E2E));
-	WRITE_ONCE(me->rx_bound[hop], r != NULL);
 	/* The new epoch before its first credits. */
 	smp_wmb();
 	if (r && r->ring.running)

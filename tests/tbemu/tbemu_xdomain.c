@@ -558,6 +558,17 @@ void tbemu_xd_remove(struct tbemu_cable *c)
 	mutex_unlock(&c->xd_lock);
 }
 
+/*
+ * The XDomain there is not the peer's any more: the cable is out or was
+ * pulled since it was made, or the peer is gone or came back as new.
+ */
+bool tbemu_xd_stale(struct tbemu_cable *c)
+{
+	return !tbemu_connected_now(c) ||
+	       READ_ONCE(c->xd_gen) != READ_ONCE(c->shm->plug_gen) ||
+	       READ_ONCE(c->xd_peer_session) != READ_ONCE(tbemu_peer(c)->session);
+}
+
 void tbemu_xd_work(struct work_struct *work)
 {
 	struct tbemu_cable *c = container_of(work, struct tbemu_cable, xd_work);
@@ -565,9 +576,7 @@ void tbemu_xd_work(struct work_struct *work)
 	bool stale;
 
 	mutex_lock(&c->xd_lock);
-	stale = c->xd && (!tbemu_connected_now(c) ||
-			  c->xd_gen != READ_ONCE(c->shm->plug_gen) ||
-			  c->xd_peer_session != READ_ONCE(peer->session));
+	stale = c->xd && tbemu_xd_stale(c);
 	mutex_unlock(&c->xd_lock);
 	if (stale)
 		tbemu_xd_remove(c);
