@@ -2,11 +2,13 @@
 #
 # Runs one tb5-perf command for ctest and checks what it did:
 #   cmake -DCMD=<tb5-perf> -DARGS=<;-list> [-DEXPECT=<status>] [-DROWS=<n>]
-#         [-DCSV=1] [-DSIM_ENV=<options>] [-DROW_KEY=<key>] -P check.cmake
+#         [-DCSV=1] [-DSIM_ENV=<options>] [-DROW_KEY=<key>] [-DMATCH=<regex>]
+#         -P check.cmake
 # EXPECT: the exit status wanted (default 0). ROWS: with status 0, at least
 # that many result rows in the JSON (or CSV with CSV=1) on stdout. SIM_ENV:
 # run with TB5_SIM=<a fabric of its own>:<SIM_ENV>. ROW_KEY: the JSON's
-# first row has that key.
+# first row has that key. MATCH: stderr matches the regex (the message of a
+# failure).
 if(NOT DEFINED EXPECT)
   set(EXPECT 0)
 endif()
@@ -21,6 +23,9 @@ message("${err}")
 if(NOT status STREQUAL "${EXPECT}")
   message(FATAL_ERROR "tb5-perf ${ARGS}: exit status ${status}, wanted ${EXPECT}\n"
                       "stdout:\n${out}")
+endif()
+if(DEFINED MATCH AND NOT err MATCHES "${MATCH}")
+  message(FATAL_ERROR "tb5-perf ${ARGS}: stderr does not match \"${MATCH}\"")
 endif()
 if(NOT EXPECT EQUAL 0 OR NOT DEFINED ROWS)
   return()

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "latency.h"
+#include "memory_kind.h"
 #include "progress.h"
 #include "report.h"
 #include "sweep.h"
@@ -124,7 +125,8 @@ EndpointPtr Client::ConnectOne(const tb5_address &addr, uint64_t context,
 	}
 }
 
-void Client::Connect(uint64_t host, uint64_t service, uint64_t buffer_bytes)
+void Client::Connect(uint64_t host, uint64_t service, uint64_t buffer_bytes,
+		     Memory memory)
 {
 	const tb5_address addr = {host, service, 0};
 
@@ -157,8 +159,11 @@ void Client::Connect(uint64_t host, uint64_t service, uint64_t buffer_bytes)
 	peer_.ring_size = static_cast<uint32_t>(welcome.v[kWelRing]);
 	peer_.speed_mbps = static_cast<uint32_t>(welcome.v[kWelSpeed]);
 	peer_.backend = static_cast<uint32_t>(welcome.v[kWelBackend]);
+	const auto peer_memory = MemoryFromWire(welcome.aux);
+	peer_.memory = peer_memory ? std::string(MemoryName(*peer_memory))
+				   : "unknown";
 	peer_.version = Text(welcome);
-	conn_.AllocRegions(buffer_bytes);
+	conn_.AllocRegions(buffer_bytes, memory);
 	conn_.SetPhase("connected");
 }
 
@@ -243,6 +248,10 @@ int RunClient(const Options &opt, const std::string &link_name,
 	      const std::string &mode, const std::function<void()> &watchdog)
 {
 	Device dev(link_name);
+	// Before waiting for the link, and before the server registers
+	// anything for us: a link's backend and caps are known when down.
+	const tb5_link_info first = dev.Query();
+	CheckMemory(opt.memory, &first);
 	const tb5_link_info link = dev.WaitReady(opt.timeout_s, watchdog);
 	PollSettings ps;
 	ps.wait = opt.wait;
@@ -255,7 +264,7 @@ int RunClient(const Options &opt, const std::string &link_name,
 
 	progress.Update("connecting to the server over " + link_name, true);
 	client.Connect(link.peer_host, opt.service,
-		       BufferBytesFor(opt, link.max_ops));
+		       BufferBytesFor(opt, link.max_ops), opt.memory);
 	report.SetEnvironment(MakeEnvironment(opt, mode, client.link(),
 					      client.peer()));
 	try {

@@ -25,8 +25,9 @@ public:
 	// Connects to the server at {@host, @service, cookie 0} (retrying
 	// while nobody listens yet, up to the timeout), says HELLO, and
 	// registers @buffer_bytes of send and of receive buffers on both
-	// sides.
-	void Connect(uint64_t host, uint64_t service, uint64_t buffer_bytes);
+	// sides (ours of @memory, the server's of its own --memory).
+	void Connect(uint64_t host, uint64_t service, uint64_t buffer_bytes,
+		     Memory memory);
 	// @n data endpoints for the next runs.
 	void Open(uint32_t n);
 	void Close();

@@ -17,7 +17,7 @@ void ThrowStatus(const std::string &what, int status)
 }
 
 CtlPool::CtlPool(Device &dev, uint32_t slots)
-	: region_(dev, static_cast<size_t>(slots) * kCtlSize)
+	: region_(dev, static_cast<size_t>(slots) * kCtlSize, Memory::kHost)
 {
 	for (int i = static_cast<int>(slots) - 1; i >= 0; i--)
 		free_.push_back(i);
@@ -195,12 +195,12 @@ int Conn::DataIndex(const tb5_endpoint *ep) const
 	return -1;
 }
 
-void Conn::AllocRegions(size_t bytes)
+void Conn::AllocRegions(size_t bytes, Memory memory)
 {
 	send_.reset();
 	recv_.reset();
-	send_ = std::make_unique<Region>(dev_, bytes);
-	recv_ = std::make_unique<Region>(dev_, bytes);
+	send_ = std::make_unique<Region>(dev_, bytes, memory);
+	recv_ = std::make_unique<Region>(dev_, bytes, memory);
 }
 
 bool Conn::IsSessionEp(const tb5_endpoint *ep) const

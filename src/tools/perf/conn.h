@@ -29,7 +29,8 @@ struct PollSettings {
 };
 
 // Registered slots for control messages, shared by the endpoints of a
-// device.
+// device. Always host memory: --memory is about the data buffers, which
+// the figures measure; control messages are few and small.
 class CtlPool {
 public:
 	CtlPool(Device &dev, uint32_t slots);
@@ -82,8 +83,8 @@ public:
 	// Finds the index of a data endpoint, or -1.
 	int DataIndex(const tb5_endpoint *ep) const;
 
-	// Data buffers, registered once for the whole session.
-	void AllocRegions(size_t bytes);
+	// Data buffers of @memory, registered once for the whole session.
+	void AllocRegions(size_t bytes, Memory memory);
 	Region &send_region() { return *send_; }
 	Region &recv_region() { return *recv_; }
 	size_t region_size() const { return send_ ? send_->size() : 0; }

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "clock.h"
 #include "errors.h"
@@ -98,16 +99,41 @@ tb5_link_info Device::WaitReady(double timeout_s,
 	}
 }
 
-Region::Region(Device &dev, size_t len)
+void CheckMemory(Memory memory, const tb5_link_info *link)
+{
+	if (memory == Memory::kHost)
+		return;
+	// The simulator copies between the processes' own mappings; only
+	// the module imports dma-bufs.
+	if (link && link->backend != TB5_BACKEND_KERNEL)
+		throw Error(std::string("--memory udmabuf needs the tb5 kernel "
+					"module (") + link->name + " is a " +
+			    BackendName(link->backend) + " link)");
+	if (link && !(link->caps & TB5_CAP_DMABUF))
+		throw Error(std::string("--memory udmabuf needs the tb5 kernel "
+					"module with dma-buf import (the module "
+					"of ") + link->name +
+			    " lacks TB5_CAP_DMABUF)");
+	CheckUdmabuf();
+}
+
+Region::Region(Device &dev, size_t len, Memory memory) : len_(len)
+{
+	if (memory == Memory::kUdmabuf)
+		InitUdmabuf(dev);
+	else
+		InitHost(dev);
+}
+
+void Region::InitHost(Device &dev)
 {
 	const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 
-	len_ = len;
-	mapped_ = (len + page - 1) / page * page;
+	mapped_ = (len_ + page - 1) / page * page;
 	void *p = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (p == MAP_FAILED)
-		throw Error("cannot map " + FormatSize(len) + " of buffers: " +
+		throw Error("cannot map " + FormatSize(len_) + " of buffers: " +
 			    strerror(errno));
 	data_ = static_cast<uint8_t *>(p);
 	// Touch every page, so that no page fault lands in a measurement.
@@ -115,11 +141,30 @@ Region::Region(Device &dev, size_t len)
 	const int ret = tb5_reg_host(dev.get(), data_, len_, &mr_);
 	if (ret < 0) {
 		const std::string msg = ApiMessage(
-			"tb5_reg_host of " + FormatSize(len) + " on " + dev.name(),
+			"tb5_reg_host of " + FormatSize(len_) + " on " + dev.name(),
 			ret);
 		munmap(data_, mapped_);
 		throw Error(msg);
 	}
+}
+
+void Region::InitUdmabuf(Device &dev)
+{
+	const tb5_link_info info = dev.Query();
+
+	CheckMemory(Memory::kUdmabuf, &info);
+	auto buf = std::make_unique<Udmabuf>(len_);
+	const int ret = tb5_reg_dmabuf(dev.get(), buf->fd(), 0, len_, &mr_);
+	if (ret < 0)
+		ThrowApi("tb5_reg_dmabuf of " + FormatSize(len_) + " on " +
+				 dev.name(),
+			 ret);
+	// The registration holds a reference to the dma-buf until
+	// tb5_dereg(); the fd has done its work.
+	buf->CloseFd();
+	data_ = buf->data();
+	mapped_ = buf->size();
+	udmabuf_ = std::move(buf);
 }
 
 Region::~Region()
@@ -127,9 +172,14 @@ Region::~Region()
 	// An operation still using the region means the endpoint was not
 	// closed first; keep the memory mapped rather than pull it from
 	// under the library (tb5_close() frees the registration).
-	if (mr_ && tb5_dereg(mr_) < 0)
+	if (mr_ && tb5_dereg(mr_) < 0) {
+		static_cast<void>(udmabuf_.release());
 		return;
-	munmap(data_, mapped_);
+	}
+	if (udmabuf_)
+		udmabuf_.reset();
+	else
+		munmap(data_, mapped_);
 }
 
 void EndpointCloser::operator()(tb5_endpoint *ep) const

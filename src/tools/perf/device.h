@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // device.h - RAII owners for what libtb5 hands out: an open link (Device),
-// registered host memory (Region), an endpoint (EndpointPtr); and link
-// listing helpers.
+// registered memory (Region), an endpoint (EndpointPtr); and link listing
+// helpers.
 #ifndef TB5_PERF_DEVICE_H
 #define TB5_PERF_DEVICE_H
 
@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "memory_kind.h"
 #include "tb5/tb5.h"
+#include "udmabuf.h"
 
 namespace tb5perf {
 
@@ -45,10 +47,16 @@ private:
 	tb5_device *dev_ = nullptr;
 };
 
-// Page-aligned, pre-faulted host memory registered on a device.
+// Throws Error unless @memory can be registered on this host, and on
+// @link when one is given (dma-bufs need the kernel module).
+void CheckMemory(Memory memory, const tb5_link_info *link);
+
+// Page-aligned, pre-faulted memory registered on a device: anonymous
+// memory (tb5_reg_host), or a dma-buf from /dev/udmabuf (tb5_reg_dmabuf).
 class Region {
 public:
-	Region(Device &dev, size_t len);
+	// Throws Error with the reason, nothing left behind.
+	Region(Device &dev, size_t len, Memory memory);
 	~Region();
 	Region(const Region &) = delete;
 	Region &operator=(const Region &) = delete;
@@ -58,10 +66,14 @@ public:
 	tb5_mr *mr() const { return mr_; }
 
 private:
+	void InitHost(Device &dev);
+	void InitUdmabuf(Device &dev);
+
 	uint8_t *data_ = nullptr;
 	size_t len_ = 0;
 	size_t mapped_ = 0;
 	tb5_mr *mr_ = nullptr;
+	std::unique_ptr<Udmabuf> udmabuf_;	// with udmabuf: owns the mapping
 };
 
 struct EndpointCloser {

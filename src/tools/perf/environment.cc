@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "device.h"
+#include "memory_kind.h"
 #include "test_kind.h"
 #include "units.h"
 
@@ -106,6 +107,7 @@ nlohmann::json MakeEnvironment(const Options &opt, const std::string &mode,
 		{"ring_size", peer.ring_size},
 		{"speed_mbps", peer.speed_mbps},
 		{"max_ops", peer.max_ops},
+		{"memory", peer.memory},
 	};
 	nlohmann::json tests = nlohmann::json::array();
 	for (Test t : opt.tests)
@@ -122,6 +124,7 @@ nlohmann::json MakeEnvironment(const Options &opt, const std::string &mode,
 		{"streams", opt.streams},
 		{"load_size", opt.load_size},
 		{"max_inflight", opt.max_inflight},
+		{"memory", std::string(MemoryName(opt.memory))},
 		{"verify", opt.verify},
 		{"polling", opt.wait ? "tb5_wait" : "busy polling"},
 		{"memcpy", opt.memcpy},

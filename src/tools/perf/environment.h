@@ -23,6 +23,7 @@ struct PeerInfo {
 	uint32_t ring_size = 0;
 	uint32_t speed_mbps = 0;
 	uint32_t backend = 0;
+	std::string memory;	// its data buffers: MemoryName(), or "unknown"
 	std::string version;
 };
 

@@ -263,6 +263,9 @@ int RunLoop(const Options &opt)
 	}
 	const std::string server_link = server_end->name;
 	const std::string client_link = client_end->name;
+	// Both ends are links of one kind: ask once, before two threads
+	// race to say why not.
+	CheckMemory(opt.memory, client_end);
 
 	std::atomic<bool> stop{false};
 	std::atomic<bool> server_done{false};

@@ -89,6 +89,7 @@ int ParseOptions(int argc, char **argv, Options &out)
 	     no_memcpy = false;
 	std::string service, sizes, bw_sizes, lat_sizes, load_size,
 		max_inflight, memcpy_footprint;
+	std::string memory(MemoryName(out.memory));
 	std::vector<std::string> tests;
 
 	app.set_version_flag("--version",
@@ -153,6 +154,9 @@ int ParseOptions(int argc, char **argv, Options &out)
 			 "size (default 1M)");
 	what->add_option("--max-inflight", max_inflight, "bytes in flight per "
 			 "side at most (default 256M); bounds the buffers");
+	what->add_option("--memory", memory, "this side's data buffers: host "
+			 "or udmabuf (dma-bufs from /dev/udmabuf, kernel module "
+			 "only; default host)");
 	what->add_flag("--no-memcpy", no_memcpy, "no memcpy column");
 	what->add_option("--memcpy-footprint", memcpy_footprint, "bytes the "
 			 "memcpy reference cycles through at least (default 64M: "
@@ -252,6 +256,14 @@ int ParseOptions(int argc, char **argv, Options &out)
 		if (!max_inflight.empty())
 			out.max_inflight =
 				SizeOption(max_inflight, "--max-inflight");
+		const auto m = MemoryFromName(memory);
+		if (!m)
+			throw UsageError("--memory: unknown memory \"" + memory +
+					 "\" (host, udmabuf)");
+		out.memory = *m;
+		if (out.memory == Memory::kUdmabuf && out.sim)
+			throw UsageError("--memory udmabuf needs the tb5 kernel "
+					 "module; --sim runs on the simulator");
 		if (out.iters && out.iters < out.min_iters)
 			out.min_iters = out.iters;
 	} catch (const UsageError &e) {

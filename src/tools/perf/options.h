@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "memory_kind.h"
 #include "test_kind.h"
 
 namespace tb5perf {
@@ -46,6 +47,7 @@ struct Options {
 	uint32_t streams = 4;		// endpoints of the streams test
 	uint64_t load_size = 1 << 20;	// lat-load: bulk message size
 	uint64_t max_inflight = 256ull << 20;	// bytes in flight per side
+	Memory memory = Memory::kHost;	// this side's data buffers
 
 	bool memcpy = true;		// memcpy column for the bandwidth tests
 	uint64_t memcpy_footprint = 64ull << 20;	// bytes it cycles through, at least

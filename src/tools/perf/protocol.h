@@ -8,7 +8,7 @@
 //
 //   client                               server
 //   connect, HELLO(session, bytes)  ->   registers buffers of that size
-//                                   <-   WELCOME(its link, version)
+//                                   <-   WELCOME(its link, memory, version)
 //   OPEN(n), connect n endpoints,
 //   JOIN(session, i) on each        ->   accepts them; data endpoint i
 //                                   <-   OPENED
@@ -81,7 +81,8 @@ struct CtlMsg {
 	int32_t status = 0;	// DONE: 0 or a negative errno
 	uint64_t aux = 0;	// RUN lat-load: bulk message size; DONE of
 				// bw, bibw, streams: the server process's CPU
-				// ns from READY to DONE (0: not measured)
+				// ns from READY to DONE (0: not measured);
+				// WELCOME: the server's Memory
 	uint64_t v[5] = {};	// WELCOME, DONE: see below
 	char text[88] = {};	// WELCOME: library version; DONE, ERROR: why
 };

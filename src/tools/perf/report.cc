@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "errors.h"
+#include "memory_kind.h"
 #include "units.h"
 
 namespace tb5perf {
@@ -94,11 +95,12 @@ void Report::SetEnvironment(nlohmann::json env)
 	}
 	if (peer.is_object())
 		Print("# server: libtb5 %s, %s link, ring %u, max_ops %u, "
-		      "host %s\n",
+		      "host %s, memory %s\n",
 		      peer.value("library_version", "").c_str(),
 		      peer.value("backend", "").c_str(),
 		      peer.value("ring_size", 0u), peer.value("max_ops", 0u),
-		      peer.value("host", "").c_str());
+		      peer.value("host", "").c_str(),
+		      peer.value("memory", "").c_str());
 	if (env_.contains("host"))
 		Print("# machine: %s, %s, %u CPUs, %s\n",
 		      env_["host"].value("name", "").c_str(),
@@ -112,8 +114,9 @@ void Report::SetEnvironment(nlohmann::json env)
 					  " messages"
 				: Fixed(set.value("duration_s", 0.0), 2) + " s";
 		const uint64_t footprint = set.value("memcpy_footprint", uint64_t(0));
-		Print("# %s, %s per size, window %u, %s, memcpy through %s, "
-		      "GB/s = 1e9 bytes/s, one-way latency = RTT/2\n",
+		Print("# %s memory, %s, %s per size, window %u, %s, memcpy "
+		      "through %s, GB/s = 1e9 bytes/s, one-way latency = RTT/2\n",
+		      set.value("memory", "").c_str(),
 		      set.value("polling", "").c_str(), per_size.c_str(),
 		      set.value("window", 0u),
 		      set.value("verify", false) ? "verified" : "not verified",
@@ -340,7 +343,14 @@ std::string Report::Csv() const
 	       "lat_p99_us,lat_p999_us,lat_max_us,lat_mean_us,lat_stddev_us,"
 	       "lat_ipdv_us,load_size,load_gbps,verified,line_gbps,"
 	       "line_fraction,cpu_cores_per_gbps_client,"
-	       "cpu_cores_per_gbps_server\n";
+	       "cpu_cores_per_gbps_server,memory_client,memory_server\n";
+	// CSV has no place for settings: every line says which memory each
+	// side's buffers were (the server's: empty if it never said).
+	std::string server_memory;
+	if (env_.is_object() && env_.contains("peer") && env_["peer"].is_object())
+		server_memory = env_["peer"].value("memory", "");
+	const std::string memories =
+		std::string(MemoryName(opt_.memory)) + "," + server_memory;
 	for (const Row &r : rows_) {
 		char line[512];
 		std::string mc, ratio, lat = ",,,,,,,,";
@@ -359,7 +369,7 @@ std::string Report::Csv() const
 		}
 		snprintf(line, sizeof(line),
 			 "%s,%" PRIu64 ",%" PRIu64 ",%u,%u,%.6f,%" PRIu64
-			 ",%" PRIu64 ",%.4f,%.1f,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s\n",
+			 ",%" PRIu64 ",%.4f,%.1f,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s\n",
 			 std::string(TestName(r.test)).c_str(), r.size, r.iters,
 			 r.window, r.streams, r.seconds, r.bytes, r.messages,
 			 r.gbps, r.msgs_per_s, mc.c_str(), ratio.c_str(),
@@ -371,7 +381,7 @@ std::string Report::Csv() const
 			 r.verified ? 1 : 0, Opt(r.line_gbps, 4, "").c_str(),
 			 Opt(r.line_fraction, 4, "").c_str(),
 			 Opt(r.cpu_client, 4, "").c_str(),
-			 Opt(r.cpu_server, 4, "").c_str());
+			 Opt(r.cpu_server, 4, "").c_str(), memories.c_str());
 		out << line;
 	}
 	return out.str();

@@ -69,6 +69,9 @@ void Server::OpenPort(const std::string &name, bool wait_ready)
 	port->name = name;
 	port->dev = std::make_unique<Device>(name);
 	port->info = port->dev->Query();
+	// Before listening: a client should not meet a server that can
+	// only fail.
+	CheckMemory(opt_.memory, &port->info);
 	if (port->info.state != TB5_LINK_STATE_READY) {
 		if (!wait_ready)
 			return;
@@ -253,13 +256,14 @@ void Server::Session(Conn &conn, const CtlMsg &hello, Port &port)
 		throw Error("the client asks for 2 x " + FormatSize(hello.size) +
 			    " of buffers, more than 2 x " +
 			    FormatSize(kMaxBufferBytes));
-	conn.AllocRegions(hello.size);
+	conn.AllocRegions(hello.size, opt_.memory);
 	CtlMsg welcome = MakeCtl(CtlType::kWelcome);
 	welcome.v[kWelHost] = info.local_host;
 	welcome.v[kWelMaxOps] = info.max_ops;
 	welcome.v[kWelRing] = info.ring_size;
 	welcome.v[kWelSpeed] = info.speed_mbps;
 	welcome.v[kWelBackend] = info.backend;
+	welcome.aux = static_cast<uint64_t>(opt_.memory);
 	SetText(welcome, tb5_version());
 	conn.SendCtl(welcome);
 
@@ -345,6 +349,8 @@ bool Server::Serve(Hello hello)
 
 int Server::Run()
 {
+	// What no link changes fails at once rather than per link.
+	CheckMemory(opt_.memory, nullptr);
 	if (!links_.empty()) {
 		for (const std::string &name : links_)
 			OpenPort(name, true);

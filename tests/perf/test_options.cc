@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+//
+// test_options.cc - tb5-perf's command line: --memory takes host or
+// udmabuf (host by default), refuses anything else and udmabuf with --sim
+// as bad usage, each with a message that says why.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "errors.h"
+#include "options.h"
+
+namespace {
+
+using tb5perf::Memory;
+using tb5perf::Options;
+
+struct Parsed {
+	int status;
+	std::string out, err;	// what it printed
+	Options opt;
+};
+
+Parsed Parse(std::vector<std::string> args)
+{
+	Parsed p;
+	std::vector<char *> argv;
+
+	args.insert(args.begin(), "tb5-perf");
+	for (std::string &a : args)
+		argv.push_back(a.data());
+	argv.push_back(nullptr);
+	testing::internal::CaptureStdout();
+	testing::internal::CaptureStderr();
+	p.status = tb5perf::ParseOptions(static_cast<int>(args.size()),
+					 argv.data(), p.opt);
+	p.err = testing::internal::GetCapturedStderr();
+	p.out = testing::internal::GetCapturedStdout();
+	return p;
+}
+
+TEST(MemoryOption, HostByDefault)
+{
+	const Parsed p = Parse({"--sim"});
+
+	ASSERT_EQ(p.status, -1) << p.err;
+	EXPECT_EQ(p.opt.memory, Memory::kHost);
+}
+
+TEST(MemoryOption, AcceptsHostAndUdmabuf)
+{
+	for (const char *mode : {"--loop", "--server"}) {
+		Parsed p = Parse({mode, "--memory", "host"});
+		ASSERT_EQ(p.status, -1) << mode << ": " << p.err;
+		EXPECT_EQ(p.opt.memory, Memory::kHost) << mode;
+
+		p = Parse({mode, "--memory", "udmabuf"});
+		ASSERT_EQ(p.status, -1) << mode << ": " << p.err;
+		EXPECT_EQ(p.opt.memory, Memory::kUdmabuf) << mode;
+	}
+	const Parsed p =
+		Parse({"--client", "--link", "tb5_0", "--memory=udmabuf"});
+	ASSERT_EQ(p.status, -1) << p.err;
+	EXPECT_EQ(p.opt.memory, Memory::kUdmabuf);
+}
+
+TEST(MemoryOption, RefusesOtherKinds)
+{
+	for (const char *kind : {"dram", "", "Host", "udmabuf,host"}) {
+		const Parsed p = Parse({"--loop", "--memory", kind});
+		EXPECT_EQ(p.status, tb5perf::kExitUsage) << '"' << kind << '"';
+		const std::string want = std::string("--memory: unknown "
+						     "memory \"") +
+					 kind + "\" (host, udmabuf)";
+		EXPECT_NE(p.err.find(want), std::string::npos) << p.err;
+	}
+}
+
+TEST(MemoryOption, NeedsAValue)
+{
+	const Parsed p = Parse({"--loop", "--memory"});
+
+	EXPECT_EQ(p.status, tb5perf::kExitUsage);
+	EXPECT_NE(p.err.find("--memory"), std::string::npos) << p.err;
+}
+
+TEST(MemoryOption, UdmabufIsNotForTheSimulator)
+{
+	for (auto args : {std::vector<std::string>{"--sim"},
+			  std::vector<std::string>{"--sim", "--loop"}}) {
+		args.insert(args.end(), {"--memory", "udmabuf"});
+		const Parsed p = Parse(args);
+		EXPECT_EQ(p.status, tb5perf::kExitUsage);
+		EXPECT_NE(p.err.find("--memory udmabuf needs the tb5 kernel "
+				     "module"),
+			  std::string::npos)
+			<< p.err;
+	}
+}
+
+TEST(MemoryOption, InTheHelp)
+{
+	const Parsed p = Parse({"--help"});
+
+	EXPECT_EQ(p.status, 0);
+	EXPECT_NE(p.out.find("--memory"), std::string::npos) << p.out;
+	EXPECT_NE(p.out.find("udmabuf"), std::string::npos) << p.out;
+}
+
+} // namespace
