@@ -76,7 +76,7 @@ static int tb5_release(struct inode *inode, struct file *file)
 
 	xa_for_each(&ctx->mrs, id, mr) {
 		xa_erase(&ctx->mrs, id);
-		tb5_mr_free(mr);
+		tb5_mr_free(dev, mr);
 	}
 	xa_destroy(&ctx->mrs);
 	xa_destroy(&ctx->eps);
@@ -362,7 +362,7 @@ static int ioc_dereg(struct tb5_ctx *ctx, struct tb5_dereg_mem *arg)
 	if (atomic_read(&mr->inflight))
 		return -EBUSY;
 	xa_erase(&ctx->mrs, arg->handle);
-	tb5_mr_free(mr);
+	tb5_mr_free(ctx->dev, mr);
 	return 0;
 }
 

@@ -339,6 +339,8 @@ struct tb5_dev *tb5_dev_create(u32 index, u64 host_id,
 	if (!dev)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&dev->ref);
+	mutex_init(&dev->mr_lock);
+	INIT_LIST_HEAD(&dev->dma_mrs);
 	dev->host_id = host_id;
 	dev->ops = ops;
 	dev->backend = backend;
@@ -443,6 +445,9 @@ static void tb5_dev_release(struct kref *ref)
 	struct tb5_dev *dev = container_of(ref, struct tb5_dev, ref);
 
 	tb5_link_destroy(dev->link);
+	/* Every file freed its regions: nothing is left mapped. */
+	WARN_ON(!list_empty(&dev->dma_mrs));
+	mutex_destroy(&dev->mr_lock);
 	kfree(dev);
 }
 
@@ -451,9 +456,67 @@ void tb5_dev_put(struct tb5_dev *dev)
 	kref_put(&dev->ref, tb5_dev_release);
 }
 
+/* -- regions mapped for the backend's DMA device ------------------------- */
+
 /*
- * The backend has stopped its rings and lets go: the end disappears, and
- * its link is destroyed once no file holds it any more.
+ * A region registered on @dev: map it for the backend's DMA device, if the
+ * backend has one and is still there. A region that cannot be mapped is
+ * left unmapped; its frames are then copied (tb5_mem.c).
+ */
+void tb5_dev_mr_attach(struct tb5_dev *dev, struct tb5_mr *mr)
+{
+	struct device *dma_dev;
+	int ret;
+
+	if (!dev->ops->dma_device)
+		return;
+	mutex_lock(&dev->mr_lock);
+	dma_dev = dev->backend ? dev->ops->dma_device(dev) : NULL;
+	if (dma_dev) {
+		ret = tb5_mr_dma_map(mr, dma_dev);
+		if (!ret)
+			list_add_tail(&mr->dma_node, &dev->dma_mrs);
+		else
+			pr_info_ratelimited("tb5_%u: a region of %llu bytes is not mapped for DMA (%d): its frames will be copied\n",
+					    dev->index, mr->len, ret);
+	}
+	mutex_unlock(&dev->mr_lock);
+}
+
+/* A region of @dev is freed: unmap it, unless the backend did already. */
+void tb5_dev_mr_detach(struct tb5_dev *dev, struct tb5_mr *mr)
+{
+	mutex_lock(&dev->mr_lock);
+	if (mr->dma_dev) {
+		tb5_mr_dma_unmap(mr);
+		list_del(&mr->dma_node);
+	}
+	mutex_unlock(&dev->mr_lock);
+}
+
+/*
+ * The backend lets go of @dev (its rings are stopped: no frame is in any
+ * device's hands): no backend any more, and every region still mapped for
+ * its DMA device is unmapped now, while that device is surely there. The
+ * files keep their regions, unmapped; their link stays down.
+ */
+void tb5_dev_detach_backend(struct tb5_dev *dev)
+{
+	struct tb5_mr *mr, *next;
+
+	mutex_lock(&dev->mr_lock);
+	WRITE_ONCE(dev->backend, NULL);
+	list_for_each_entry_safe(mr, next, &dev->dma_mrs, dma_node) {
+		tb5_mr_dma_unmap(mr);
+		list_del(&mr->dma_node);
+	}
+	mutex_unlock(&dev->mr_lock);
+}
+
+/*
+ * The backend has stopped its rings and lets go (tb5_dev_detach_backend()):
+ * the end disappears, and its link is destroyed once no file holds it any
+ * more.
  */
 void tb5_dev_destroy(struct tb5_dev *dev)
 {

@@ -118,7 +118,7 @@ static void loop_pair_destroy(struct tb5_loop_pair *pair)
 		if (!pair->ends[i])
 			continue;
 		/* A file still open keeps the end, not the pair. */
-		WRITE_ONCE(pair->ends[i]->backend, NULL);
+		tb5_dev_detach_backend(pair->ends[i]);
 		tb5_dev_destroy(pair->ends[i]);
 	}
 	tb5_rm_destroy(pair->rm);

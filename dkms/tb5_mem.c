@@ -12,9 +12,11 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/dma-buf.h>
+#include <linux/dma-mapping.h>
 #include <linux/iosys-map.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/scatterlist.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/version.h>
@@ -47,6 +49,26 @@ static void mr_dmabuf_vunmap(struct dma_buf *buf, struct iosys_map *map)
 	dma_buf_vunmap_unlocked(buf, map);
 #else
 	dma_buf_vunmap(buf, map);
+#endif
+}
+
+/* The same change for mapping an attachment. */
+static struct sg_table *mr_dmabuf_map(struct dma_buf_attachment *attach)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+	return dma_buf_map_attachment_unlocked(attach, DMA_TO_DEVICE);
+#else
+	return dma_buf_map_attachment(attach, DMA_TO_DEVICE);
+#endif
+}
+
+static void mr_dmabuf_unmap(struct dma_buf_attachment *attach,
+			    struct sg_table *sgt)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+	dma_buf_unmap_attachment_unlocked(attach, sgt, DMA_TO_DEVICE);
+#else
+	dma_buf_unmap_attachment(attach, sgt, DMA_TO_DEVICE);
 #endif
 }
 
@@ -117,13 +139,15 @@ int tb5_mr_reg_user(struct tb5_ctx *ctx, struct tb5_reg_mem *arg)
 	mr->kva = (u8 *)mr->vmap_base + (arg->addr & ~PAGE_MASK);
 	mr->len = arg->len;
 
+	tb5_dev_mr_attach(ctx->dev, mr);
 	ret = mr_install(ctx, mr, &arg->handle);
 	if (ret)
-		goto err_vunmap;
+		goto err_detach;
 	atomic64_add(npages, &tb5_pinned_pages);
 	return 0;
 
-err_vunmap:
+err_detach:
+	tb5_dev_mr_detach(ctx->dev, mr);
 	vunmap(mr->vmap_base);
 err_unpin:
 	mr_unpin(mr, done);
@@ -169,13 +193,17 @@ int tb5_mr_reg_dmabuf(struct tb5_ctx *ctx, struct tb5_reg_dmabuf *arg)
 	}
 	mr->dmabuf = buf;
 	mr->dmabuf_vaddr = map.vaddr;
+	mr->dmabuf_offset = arg->offset;
 	mr->kva = (u8 *)map.vaddr + arg->offset;
 	mr->len = arg->len;
+	tb5_dev_mr_attach(ctx->dev, mr);
 	ret = mr_install(ctx, mr, &arg->handle);
 	if (ret)
-		goto err_vunmap;
+		goto err_detach;
 	return 0;
 
+err_detach:
+	tb5_dev_mr_detach(ctx->dev, mr);
 err_vunmap:
 	mr_dmabuf_vunmap(buf, &map);
 err_free_mr:
@@ -185,9 +213,10 @@ err_put:
 	return ret;
 }
 
-/* Undo a registration; nothing may use the region any more. */
-void tb5_mr_free(struct tb5_mr *mr)
+/* Undo a registration of @dev's; nothing may use the region any more. */
+void tb5_mr_free(struct tb5_dev *dev, struct tb5_mr *mr)
 {
+	tb5_dev_mr_detach(dev, mr);
 	if (mr->dmabuf) {
 		struct iosys_map map = IOSYS_MAP_INIT_VADDR(mr->dmabuf_vaddr);
 
@@ -202,4 +231,205 @@ void tb5_mr_free(struct tb5_mr *mr)
 		atomic64_sub(mr->npages, &tb5_pinned_pages);
 	}
 	kfree(mr);
+}
+
+/* -- bus addresses for zero-copy transmit --------------------------------- */
+
+/*
+ * Record the bus address of each of the @n pages that the mapped table
+ * @sgt holds from its page @skip on. Every DMA segment must cover whole
+ * pages (ours always do; an exporter's might not): -EOPNOTSUPP otherwise.
+ */
+static int mr_dma_pages(struct tb5_mr *mr, struct sg_table *sgt,
+			unsigned long skip, unsigned long n)
+{
+	unsigned long page = 0, k;
+	struct scatterlist *sg;
+	unsigned int i;
+
+	mr->dma_pages = kvcalloc(n, sizeof(*mr->dma_pages), GFP_KERNEL);
+	if (!mr->dma_pages)
+		return -ENOMEM;
+	for_each_sgtable_dma_sg(sgt, sg, i) {
+		dma_addr_t addr = sg_dma_address(sg);
+		unsigned int len = sg_dma_len(sg);
+
+		if (!PAGE_ALIGNED(len))
+			goto unsupported;
+		for (k = 0; k < len >> PAGE_SHIFT; k++, page++)
+			if (page >= skip && page - skip < n)
+				mr->dma_pages[page - skip] =
+					addr + ((dma_addr_t)k << PAGE_SHIFT);
+	}
+	if (page < skip + n)
+		goto unsupported;
+	mr->dma_npages = n;
+	return 0;
+
+unsupported:
+	kvfree(mr->dma_pages);
+	mr->dma_pages = NULL;
+	return -EOPNOTSUPP;
+}
+
+/* The longest DMA segment @dev takes, in whole pages. */
+static unsigned int mr_max_segment(struct device *dev)
+{
+	size_t max = min_t(size_t, dma_max_mapping_size(dev),
+			   dma_get_max_seg_size(dev));
+
+	max = min_t(size_t, max, UINT_MAX) & PAGE_MASK;
+	return max ? max : PAGE_SIZE;
+}
+
+static int mr_dma_map_user(struct tb5_mr *mr, struct device *dma_dev)
+{
+	struct sg_table *sgt;
+	int ret;
+
+	if (mr->npages > UINT_MAX)
+		return -EOVERFLOW;
+	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
+	if (!sgt)
+		return -ENOMEM;
+	/* Whole pages, so that every segment starts and ends on one. */
+	ret = sg_alloc_table_from_pages_segment(sgt, mr->pages, mr->npages, 0,
+						mr->npages << PAGE_SHIFT,
+						mr_max_segment(dma_dev),
+						GFP_KERNEL);
+	if (ret)
+		goto err_free;
+	/* Out of bounce or IOMMU space is not worth a warning: we copy. */
+	ret = dma_map_sgtable(dma_dev, sgt, DMA_TO_DEVICE, DMA_ATTR_NO_WARN);
+	if (ret)
+		goto err_table;
+	ret = mr_dma_pages(mr, sgt, 0, mr->npages);
+	if (ret)
+		goto err_unmap;
+	mr->dma_sgt = sgt;
+	mr->dma_first = offset_in_page(mr->kva);
+	return 0;
+
+err_unmap:
+	dma_unmap_sgtable(dma_dev, sgt, DMA_TO_DEVICE, 0);
+err_table:
+	sg_free_table(sgt);
+err_free:
+	kfree(sgt);
+	return ret;
+}
+
+static int mr_dma_map_dmabuf(struct tb5_mr *mr, struct device *dma_dev)
+{
+	struct dma_buf_attachment *attach;
+	struct sg_table *sgt;
+	int ret;
+
+	attach = dma_buf_attach(mr->dmabuf, dma_dev);
+	if (IS_ERR(attach))
+		return PTR_ERR(attach);
+	sgt = mr_dmabuf_map(attach);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		goto err_detach;
+	}
+	/* Registration checked that the offset is page aligned. */
+	ret = mr_dma_pages(mr, sgt, mr->dmabuf_offset >> PAGE_SHIFT,
+			   DIV_ROUND_UP(mr->len, PAGE_SIZE));
+	if (ret)
+		goto err_unmap;
+	mr->dma_attach = attach;
+	mr->dma_sgt = sgt;
+	mr->dma_first = 0;
+	return 0;
+
+err_unmap:
+	mr_dmabuf_unmap(attach, sgt);
+err_detach:
+	dma_buf_detach(mr->dmabuf, attach);
+	return ret;
+}
+
+/* Map @mr for @dma_dev, which reads TX frames from it. */
+int tb5_mr_dma_map(struct tb5_mr *mr, struct device *dma_dev)
+{
+	int ret;
+
+	if (mr->dma_dev)
+		return -EBUSY;
+	ret = mr->dmabuf ? mr_dma_map_dmabuf(mr, dma_dev) :
+			   mr_dma_map_user(mr, dma_dev);
+	if (!ret)
+		mr->dma_dev = dma_dev;
+	return ret;
+}
+
+/* Undo tb5_mr_dma_map(); no frame of the region may be on a ring. */
+void tb5_mr_dma_unmap(struct tb5_mr *mr)
+{
+	if (!mr->dma_dev)
+		return;
+	if (mr->dma_attach) {
+		mr_dmabuf_unmap(mr->dma_attach, mr->dma_sgt);
+		dma_buf_detach(mr->dmabuf, mr->dma_attach);
+		mr->dma_attach = NULL;
+	} else {
+		dma_unmap_sgtable(mr->dma_dev, mr->dma_sgt, DMA_TO_DEVICE, 0);
+		sg_free_table(mr->dma_sgt);
+		kfree(mr->dma_sgt);
+	}
+	mr->dma_sgt = NULL;
+	kvfree(mr->dma_pages);
+	mr->dma_pages = NULL;
+	mr->dma_npages = 0;
+	mr->dma_dev = NULL;
+}
+
+/*
+ * The bus address of @len bytes at @offset in @mr, when the device can
+ * read them in one piece: the region is mapped, and the bytes lie in one
+ * page or in pages whose bus addresses follow each other. The caller
+ * checked the range against the region.
+ */
+bool tb5_mr_dma_range(const struct tb5_mr *mr, u64 offset, u32 len,
+		      dma_addr_t *addr)
+{
+	unsigned long first, last, i;
+	u64 pos;
+
+	if (!mr->dma_dev || !len || offset > mr->len ||
+	    len > mr->len - offset)
+		return false;
+	pos = mr->dma_first + offset;
+	first = pos >> PAGE_SHIFT;
+	last = (pos + len - 1) >> PAGE_SHIFT;
+	if (last >= mr->dma_npages)
+		return false;
+	for (i = first; i < last; i++)
+		if (mr->dma_pages[i] + PAGE_SIZE != mr->dma_pages[i + 1])
+			return false;
+	*addr = mr->dma_pages[first] + offset_in_page(pos);
+	return true;
+}
+
+/*
+ * Make what the CPU wrote to @len bytes at @offset in @mr visible to the
+ * device, a page at a time: adjacent bus addresses may still belong to two
+ * mappings (two pages bounced by swiotlb into adjacent slots), and a sync
+ * must not run past the mapping it starts in. tb5_mr_dma_range() said yes.
+ */
+void tb5_mr_dma_sync_for_device(const struct tb5_mr *mr, u64 offset, u32 len)
+{
+	u64 pos = mr->dma_first + offset;
+
+	while (len) {
+		u32 in_page = offset_in_page(pos);
+		u32 n = min_t(u32, len, PAGE_SIZE - in_page);
+
+		dma_sync_single_for_device(mr->dma_dev,
+					   mr->dma_pages[pos >> PAGE_SHIFT] +
+					   in_page, n, DMA_TO_DEVICE);
+		pos += n;
+		len -= n;
+	}
 }

@@ -11,7 +11,9 @@
  *             completion queue; all freed when the file is released
  *   tb5_mr    a registered memory region (pinned user pages or a dma-buf),
  *             mapped into the kernel so that the loop backend can read and
- *             the core can write it
+ *             the core can write it, and, where the backend has a DMA
+ *             device (tb), mapped for that device so that TX frames are
+ *             read straight from it (zero-copy transmit)
  *   tb5_kep   the module's side of a core endpoint: its handle, its slots
  *             for outstanding operations, the completion-queue entries it
  *             has reserved
@@ -23,6 +25,7 @@
 #include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/kref.h>
+#include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -58,6 +61,11 @@ struct tb5_dev;
  * @plugged:	optional: whether the end's cable is in (1) or out (0)
  * @set_plugged: optional: pull (false) or plug back (true) the end's cable;
  *		with @plugged, the `plugged` attribute appears
+ * @dma_device:	optional: the device that reads TX frames by DMA. Regions
+ *		registered on the end are mapped for it (tb5_dev_mr_attach())
+ *		until the backend lets go (tb5_dev_detach_backend()), so that
+ *		@tx can hand the device the region's own bytes. Called under
+ *		the end's mr_lock with the backend present.
  */
 struct tb5_backend_ops {
 	const char *name;
@@ -65,6 +73,7 @@ struct tb5_backend_ops {
 	int (*tx)(struct tb5_dev *dev, const struct tb5_tx_frame *frame);
 	int (*plugged)(struct tb5_dev *dev);
 	int (*set_plugged)(struct tb5_dev *dev, bool plugged);
+	struct device *(*dma_device)(struct tb5_dev *dev);
 };
 
 /*
@@ -90,9 +99,17 @@ struct tb5_dev {
 	const struct tb5_backend_ops *ops;	/* set at creation, never NULL */
 	/*
 	 * The backend's own state for this end (a loop pair, a tb link);
-	 * NULL once the backend has let go. Read with READ_ONCE().
+	 * NULL once the backend has let go. Read with READ_ONCE(); written
+	 * under mr_lock.
 	 */
 	void *backend;
+	/*
+	 * Regions of the end's files that are mapped for the backend's DMA
+	 * device (tb5_mr.dma_node): unmapped when their file frees them or
+	 * when the backend lets go, whichever comes first.
+	 */
+	struct mutex mr_lock;
+	struct list_head dma_mrs;
 };
 
 struct tb5_cq {
@@ -128,6 +145,19 @@ struct tb5_mr {
 	/* An imported dma-buf. */
 	struct dma_buf *dmabuf;
 	void *dmabuf_vaddr;
+	u64 dmabuf_offset;		/* where the region starts in it */
+	/*
+	 * The region mapped for a backend's DMA device (tb5_mr_dma_map()),
+	 * or dma_dev NULL: bus addresses of the region's pages, page 0 being
+	 * the one that holds kva. Under the owning end's mr_lock.
+	 */
+	struct device *dma_dev;
+	dma_addr_t *dma_pages;
+	unsigned long dma_npages;
+	u32 dma_first;			/* kva's offset in page 0 */
+	struct sg_table *dma_sgt;	/* user pages: our table */
+	struct dma_buf_attachment *dma_attach;	/* dma-buf: the exporter's */
+	struct list_head dma_node;	/* on tb5_dev.dma_mrs while mapped */
 };
 
 /* An operation the core holds on behalf of user space. */
@@ -158,6 +188,9 @@ int tb5_dev_publish(struct tb5_dev *dev);
 void tb5_dev_unpublish(struct tb5_dev *dev);
 struct tb5_dev *tb5_dev_get(unsigned int minor);
 void tb5_dev_put(struct tb5_dev *dev);
+void tb5_dev_mr_attach(struct tb5_dev *dev, struct tb5_mr *mr);
+void tb5_dev_mr_detach(struct tb5_dev *dev, struct tb5_mr *mr);
+void tb5_dev_detach_backend(struct tb5_dev *dev);
 extern const struct tb5_link_ops tb5_dev_link_ops;
 extern const struct attribute_group tb5_link_group;
 
@@ -167,7 +200,12 @@ extern const struct file_operations tb5_fops;
 /* tb5_mem.c */
 int tb5_mr_reg_user(struct tb5_ctx *ctx, struct tb5_reg_mem *arg);
 int tb5_mr_reg_dmabuf(struct tb5_ctx *ctx, struct tb5_reg_dmabuf *arg);
-void tb5_mr_free(struct tb5_mr *mr);
+void tb5_mr_free(struct tb5_dev *dev, struct tb5_mr *mr);
+int tb5_mr_dma_map(struct tb5_mr *mr, struct device *dma_dev);
+void tb5_mr_dma_unmap(struct tb5_mr *mr);
+bool tb5_mr_dma_range(const struct tb5_mr *mr, u64 offset, u32 len,
+		      dma_addr_t *addr);
+void tb5_mr_dma_sync_for_device(const struct tb5_mr *mr, u64 offset, u32 len);
 
 /* tb5_cq.c */
 struct tb5_cq *tb5_cq_create(u32 entries);

@@ -16,14 +16,22 @@
  *          comes up, in this order: the peer's HopID reserved, TX and RX
  *          rings started, every RX buffer posted, the DMA paths enabled, and
  *          only then the core told that the rings run (its HELLO goes out).
- * traffic: the core's frames go out through the TX ring (copied into
- *          per-slot DMA buffers); RX interrupts schedule a poll that hands
- *          up to a budget of frames to the core and re-posts their buffers,
- *          then re-arms the interrupt (or, with tb_poll_us, keeps polling
- *          that long after the ring went idle).
+ * traffic: the core's frames go out through the TX ring. A payload frame
+ *          is read by the NHI straight from the registered region (mapped
+ *          for the NHI at registration: tb5_mem.c), zero-copy, when its
+ *          bytes are contiguous in bus space and aligned as
+ *          TB5_TB_ZC_ALIGN says; headers, and payload that is not, are
+ *          copied into the TX slot's own DMA buffer. RX interrupts schedule
+ *          a poll that hands up to a budget of frames to the core and
+ *          re-posts their buffers, then re-arms the interrupt (or, with
+ *          tb_poll_us, keeps polling that long after the ring went idle).
  * down:    LOGOUT, unplug, suspend, remove and connect failures undo the
- *          connection's steps in reverse; the core fails what is pending
- *          with -ENOLINK. remove then frees what probe made, in reverse.
+ *          connection's steps in reverse, and only then, with both rings
+ *          stopped and no frame left in the NHI's hands, tell the core,
+ *          which fails what is pending with -ENOLINK: a send completes only
+ *          once the NHI can no longer read its memory. remove then unmaps
+ *          the regions still mapped for the NHI and frees what probe made,
+ *          in reverse.
  *
  * Frames reach the core only through tb5_link_rx/tx_done/kick/up/down: the
  * ring is the seam, and everything above it is the loop backend's code too.
@@ -69,6 +77,14 @@
 
 /* RX frames handed to the core per poll pass. */
 #define TB5_TB_BUDGET		64
+
+/*
+ * The bus address alignment a zero-copy TX frame must have. The NHI's
+ * descriptor takes a 64-bit address; no alignment rule for it is known to
+ * us from hardware yet, so frames that do not start on 8 bytes are copied
+ * (a page-aligned buffer's frames all do). Hardware bring-up confirms it.
+ */
+#define TB5_TB_ZC_ALIGN		8
 
 static bool tb5_tb_e2e = true;
 module_param_named(tb_e2e, tb5_tb_e2e, bool, 0444);
@@ -131,6 +147,8 @@ struct tb5_tb_link {
 	u64 poll_busy_ns;		/* when the rings last had work */
 
 	atomic64_t ring_errors;		/* CRC, overrun, bad PDF, TX refusals */
+	atomic64_t tx_zerocopy;		/* payload frames read from the region */
+	atomic64_t tx_copied;		/* payload frames copied to a TX slot */
 };
 
 static uuid_t tb5_tb_dir_uuid_k;
@@ -218,6 +236,21 @@ static ssize_t ring_errors_show(struct device *d, struct device_attribute *a,
 }
 static DEVICE_ATTR_RO(ring_errors);
 
+static ssize_t tx_zerocopy_frames_show(struct device *d,
+				       struct device_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%lld\n",
+			  atomic64_read(&to_tbl(d)->tx_zerocopy));
+}
+static DEVICE_ATTR_RO(tx_zerocopy_frames);
+
+static ssize_t tx_copied_frames_show(struct device *d,
+				     struct device_attribute *a, char *buf)
+{
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&to_tbl(d)->tx_copied));
+}
+static DEVICE_ATTR_RO(tx_copied_frames);
+
 static struct attribute *tb5_tb_attrs[] = {
 	&dev_attr_lane_gbps.attr,
 	&dev_attr_link_lanes.attr,
@@ -226,6 +259,8 @@ static struct attribute *tb5_tb_attrs[] = {
 	&dev_attr_e2e.attr,
 	&dev_attr_tb_state.attr,
 	&dev_attr_ring_errors.attr,
+	&dev_attr_tx_zerocopy_frames.attr,
+	&dev_attr_tx_copied_frames.attr,
 	NULL,
 };
 
@@ -266,9 +301,26 @@ static const void *tb5_tb_resolve(const struct tb5_mem *mem, u32 len)
 }
 
 /*
- * The core's tx op, under its link lock. The frame is copied into the TX
- * slot's DMA buffer: the send's memory is the caller's again as soon as the
- * frame has left the ring, as the core expects.
+ * Where the NHI can read a payload frame in place: its region is mapped for
+ * the NHI (tb5_dev_mr_attach(); the mapping stays while a send from the
+ * region is in flight, and the core hands us no frame of any other), its
+ * bytes are contiguous in bus space and aligned.
+ */
+static bool tb5_tb_zerocopy(const struct tb5_tx_frame *f, dma_addr_t *addr)
+{
+	const struct tb5_mr *mr = f->payload.region;
+
+	return f->sof == TB5_SOF_PAYLOAD && mr &&
+	       tb5_mr_dma_range(mr, f->payload.offset, f->len, addr) &&
+	       IS_ALIGNED(*addr, TB5_TB_ZC_ALIGN);
+}
+
+/*
+ * The core's tx op, under its link lock. A payload frame goes out from the
+ * region itself where it can (tb5_tb_zerocopy()); anything else is copied
+ * into the TX slot's own DMA buffer. Either way the send's memory is the
+ * caller's again once the frame has left the ring, as the core expects:
+ * the NHI reads a frame before it reports it sent.
  */
 static int tb5_tb_tx(struct tb5_dev *dev, const struct tb5_tx_frame *f)
 {
@@ -276,6 +328,7 @@ static int tb5_tb_tx(struct tb5_dev *dev, const struct tb5_tx_frame *f)
 	struct tb5_tb_link *tbl = READ_ONCE(dev->backend);
 	const void *src;
 	struct tb5_tb_buf *b;
+	dma_addr_t addr;
 	u8 pdf_sof, pdf_eof;
 	u32 size, slot;
 	int ret;
@@ -285,8 +338,6 @@ static int tb5_tb_tx(struct tb5_dev *dev, const struct tb5_tx_frame *f)
 	ret = tb5_tb_tx_desc(f->sof, f->eof, f->len, &pdf_sof, &pdf_eof, &size);
 	if (ret)
 		return ret;
-	src = f->sof == TB5_SOF_HEADER ? f->header :
-					 tb5_tb_resolve(&f->payload, f->len);
 
 	spin_lock_bh(&tbl->tx_lock);
 	if (!tbl->running) {
@@ -297,21 +348,34 @@ static int tb5_tb_tx(struct tb5_dev *dev, const struct tb5_tx_frame *f)
 	if (ret)
 		goto out;
 	b = &tbl->tx_bufs[slot];
-	if (src) {
-		memcpy(b->va, src, f->len);
+	if (tb5_tb_zerocopy(f, &addr)) {
+		/* What the CPU wrote must reach the device (or its bounce). */
+		tb5_mr_dma_sync_for_device(f->payload.region,
+					   f->payload.offset, f->len);
+		b->frame.buffer_phy = addr;
+		atomic64_inc(&tbl->tx_zerocopy);
 	} else {
-		/*
-		 * A reference that does not resolve (the core checked it at
-		 * post: this does not happen). The frame still takes its
-		 * place on the ring, marked so that the peer drops it; the
-		 * receive it belongs to fails there.
-		 */
-		memset(b->va, 0, f->len);
-		pdf_eof = TB5_TB_PDF_DROP;
-		atomic64_inc(&tbl->ring_errors);
+		src = f->sof == TB5_SOF_HEADER ? f->header :
+						 tb5_tb_resolve(&f->payload, f->len);
+		if (src) {
+			memcpy(b->va, src, f->len);
+		} else {
+			/*
+			 * A reference that does not resolve (the core checked
+			 * it at post: this does not happen). The frame still
+			 * takes its place on the ring, marked so that the peer
+			 * drops it; the receive it belongs to fails there.
+			 */
+			memset(b->va, 0, f->len);
+			pdf_eof = TB5_TB_PDF_DROP;
+			atomic64_inc(&tbl->ring_errors);
+		}
+		if (f->sof == TB5_SOF_PAYLOAD)
+			atomic64_inc(&tbl->tx_copied);
+		dma_sync_single_for_device(tbl->dma_dev, b->dma, f->len,
+					   DMA_TO_DEVICE);
+		b->frame.buffer_phy = b->dma;
 	}
-	dma_sync_single_for_device(tbl->dma_dev, b->dma, f->len,
-				   DMA_TO_DEVICE);
 	b->frame.size = size;
 	b->frame.sof = pdf_sof;
 	b->frame.eof = pdf_eof;
@@ -326,9 +390,17 @@ out:
 	return ret;
 }
 
+static struct device *tb5_tb_dma_device(struct tb5_dev *dev)
+{
+	struct tb5_tb_link *tbl = dev->backend;
+
+	return tbl->dma_dev;
+}
+
 static const struct tb5_backend_ops tb5_tb_ops = {
 	.name = "tb",
 	.tx = tb5_tb_tx,
+	.dma_device = tb5_tb_dma_device,
 };
 
 /* A TX slot came back from the NHI. */
@@ -520,11 +592,14 @@ static void tb5_tb_step_undo(struct tb5_tb_link *tbl, enum tb5_tb_step s)
 
 	switch (s) {
 	case TB5_TB_STEP_LINK_UP:
+		/*
+		 * The core transmits no more (its frames are refused with
+		 * -ENOLINK). It hears of the link going down only once the
+		 * rings are stopped: tb5_tb_disconnect().
+		 */
 		spin_lock_bh(&tbl->tx_lock);
 		tbl->running = false;
 		spin_unlock_bh(&tbl->tx_lock);
-		/* Pending operations fail; the core transmits no more. */
-		tb5_link_down(tbl->dev->link, -ENOLINK);
 		break;
 	case TB5_TB_STEP_PATHS:
 		ret = tb_xdomain_disable_paths(xd, tbl->out_hopid,
@@ -561,16 +636,26 @@ static void tb5_tb_step_undo(struct tb5_tb_link *tbl, enum tb5_tb_step s)
 	}
 }
 
-/* Undo whatever the connection has done, last step first. */
+/*
+ * Undo whatever the connection has done, last step first; then, if the core
+ * had been told the rings run, tell it they stopped. Not before: a frame
+ * still on the TX ring may be read from a send's own memory (zero-copy),
+ * and the core hands that memory back when it fails the send.
+ */
 static void tb5_tb_disconnect(struct tb5_tb_link *tbl)
 {
+	bool core_up = false;
 	int s;
 
 	lockdep_assert_held(&tbl->conn_lock);
 	while ((s = tb5_tb_ledger_undo(&tbl->ledger)) >= 0) {
 		dev_dbg(&tbl->svc->dev, "down: %s\n", tb5_tb_step_name(s));
 		tb5_tb_step_undo(tbl, s);
+		if (s == TB5_TB_STEP_LINK_UP)
+			core_up = true;
 	}
+	if (core_up)
+		tb5_link_down(tbl->dev->link, -ENOLINK);
 }
 
 static int tb5_tb_connect(struct tb5_tb_link *tbl,
@@ -991,6 +1076,8 @@ static int tb5_tb_probe(struct tb_service *svc, const struct tb_service_id *id)
 	INIT_WORK(&tbl->poll_work, tb5_tb_poll);
 	atomic_set(&tbl->rx_masked, 0);
 	atomic64_set(&tbl->ring_errors, 0);
+	atomic64_set(&tbl->tx_zerocopy, 0);
+	atomic64_set(&tbl->tx_copied, 0);
 
 	ret = tb5_tb_txq_init(&tbl->txq, tbl->ring_size);
 	if (ret)
@@ -1031,7 +1118,7 @@ static int tb5_tb_probe(struct tb_service *svc, const struct tb_service_id *id)
 	return 0;
 
 err_dev:
-	WRITE_ONCE(dev->backend, NULL);
+	tb5_dev_detach_backend(dev);
 	tb5_dev_destroy(dev);
 err_bufs:
 	tb5_tb_bufs_free(tbl, tbl->rx_bufs, DMA_FROM_DEVICE);
@@ -1057,9 +1144,12 @@ static void tb5_tb_remove(struct tb_service *svc)
 	list_del(&tbl->node);
 	mutex_unlock(&tb5_tb_links_lock);
 	dev_info(&svc->dev, "tb5_%u: link removed\n", dev->index);
-	/* Files still open keep the end (its link is down) but not us. */
+	/*
+	 * Files still open keep the end (its link is down) but not us, and
+	 * not the NHI: their regions are unmapped for it now.
+	 */
 	tb5_dev_unpublish(dev);
-	WRITE_ONCE(dev->backend, NULL);
+	tb5_dev_detach_backend(dev);
 	tb5_dev_destroy(dev);
 	tb5_tb_bufs_free(tbl, tbl->rx_bufs, DMA_FROM_DEVICE);
 	tb5_tb_bufs_free(tbl, tbl->tx_bufs, DMA_TO_DEVICE);
