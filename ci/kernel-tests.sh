@@ -28,7 +28,9 @@
 # twice) and "kernel-tests: N passed, M failed, R VM boot(s) retried"; exits
 # non-zero when a kernel failed. Needs root (apt-get, dkms, chroot).
 #
-# Knobs: TB5_KERNELS (labels to test, default "6.1 6.12 sid"), TB5_DKMS_TREE
+# Knobs: TB5_KERNELS (labels to test, default "6.1 6.12 sid"),
+# TB5_KTEST_PARTS (which VM runs, default "vm fabric triangle": the single
+# VM of each kernel, the two hosts of the fabric, the triangle), TB5_DKMS_TREE
 # (a staged tree to build instead of CMake's), TB5_VM_TESTS (a directory of
 # built tests to run instead of building tests/kernel), and those of
 # ci/kernels.sh and ci/vm/run.sh (TB5_KCACHE, TB5_VM_TIMEOUT, ...;
@@ -44,13 +46,22 @@ export TB5_VM_QUIET=${TB5_VM_QUIET:-1}
 read -r -a LABELS <<<"${TB5_KERNELS:-${TB5_KLABELS[*]}}"
 # The fabric per kernel: cables between the two hosts, and kernel parameters.
 # swiotlb=force bounces every DMA mapping, so that a missing dma_sync_*() or
-# a buffer used after its unmapping corrupts data the tests verify.
+# a buffer used after its unmapping corrupts data the tests verify; 131072
+# slabs (256 MiB) instead of the default 64 MiB, which the rings' own DMA
+# buffers of two links (2 x 2 x 4096 x 4 KiB) would fill, leaving nothing
+# for the regions that zero-copy transmit maps.
 declare -A FABRIC_CABLES=([6.1]=1 [6.12]=2 [sid]=1)
-declare -A FABRIC_APPEND=([6.1]="" [6.12]="swiotlb=force" [sid]="swiotlb=force")
+declare -A FABRIC_APPEND=([6.1]="" [6.12]="swiotlb=131072,force" [sid]="swiotlb=131072,force")
 # And three hosts cabled in a triangle, on one kernel.
 declare -A FABRIC_TRIANGLE=([6.12]=1)
+read -r -a PARTS <<<"${TB5_KTEST_PARTS:-vm fabric triangle}"
 TIMES=()
 RESULTS=()
+
+# want PART: the run PART is one of TB5_KTEST_PARTS.
+want() {
+	[[ " ${PARTS[*]} " == *" $1 "* ]]
+}
 RETRY_LINES=()
 
 # vm_status FILE: reads what ci/vm/run.sh wrote in FILE (its .status) into
@@ -221,61 +232,65 @@ main() {
 			failed=$((failed + 1))
 			continue
 		fi
-		tb5_banner "kernel-tests: VM, $label ($kver)"
-		rc=0
-		# run.sh's log name: <kver>.log, <kver>-<script>.log for another
-		# script than vm-tests.sh (TB5_VM_SCRIPT); .status beside it.
-		log=$BUILD/vm-logs/$kver.log
-		script=$(basename "${TB5_VM_SCRIPT:-vm-tests.sh}" .sh)
-		[[ $script == vm-tests ]] || log=${log%.log}-$script.log
-		rm -f "${log%.log}.status"
-		timed "VM, $label" "$TB5_ROOT/ci/vm/run.sh" "$label" "$ko" "$TESTS" \
-			"$BUILD/vm-logs" || rc=$?
-		vm_status "${log%.log}.status"
-		retries=$((retries + VM_RETRIES))
-		case $rc in
-		0)
-			RESULTS+=("$(printf '%-5s %-24s PASS  built warning-free, VM tests passed%s' \
-				"$label" "$kver" "$VM_RETRIED")")
-			ok=$((ok + 1))
-			;;
-		1)
-			RESULTS+=("$(printf '%-5s %-24s FAIL  VM tests failed%s (%s)' "$label" "$kver" \
-				"$VM_RETRIED" "$log")")
-			failed=$((failed + 1))
-			;;
-		3 | 4 | 5 | 6)
-			RESULTS+=("$(printf '%-5s %-24s FAIL  VM never reached the tests: %s in %s boots (%s)' \
-				"$label" "$kver" "$VM_RESULT" "$VM_BOOTS" "$log")")
-			failed=$((failed + 1))
-			;;
-		*)
-			RESULTS+=("$(printf '%-5s %-24s FAIL  ci/vm/run.sh could not run (exit %s)' \
-				"$label" "$kver" "$rc")")
-			failed=$((failed + 1))
-			;;
-		esac
-		for reason in "${VM_RETRY_LINES[@]}"; do
-			RETRY_LINES+=("$(printf '%-5s boot retried: %s' "$label" "$reason")")
-		done
-		[[ -f $TESTS/vm-tests-fabric.sh ]] || continue
-		tb5_banner "kernel-tests: fabric, $label ($kver), two hosts"
-		rm -f "$BUILD/vm-logs/$kver"-fabric-?.status
-		if TB5_FABRIC_CABLES=${FABRIC_CABLES[$label]:-1} \
-			TB5_VM_APPEND="${FABRIC_APPEND[$label]:-}" \
-			timed "fabric, $label" "$TB5_ROOT/ci/vm/run-pair.sh" "$label" "$ko" \
-			"$BUILD/tbemu/$kver/tbemu.ko" "$TESTS" "$BUILD/vm-logs"; then
-			RESULTS+=("$(printf '%-5s %-24s PASS  fabric: %s cable(s)%s, tb backend tests passed' \
-				"$label" "$kver" "${FABRIC_CABLES[$label]:-1}" \
-				"${FABRIC_APPEND[$label]:+, ${FABRIC_APPEND[$label]}}")")
-			ok=$((ok + 1))
-		else
-			RESULTS+=("$(printf '%-5s %-24s FAIL  fabric (%s, %s)' "$label" "$kver" \
-				"$BUILD/vm-logs/$kver-fabric-a.log" "-b.log")")
-			failed=$((failed + 1))
+		if want vm; then
+			tb5_banner "kernel-tests: VM, $label ($kver)"
+			rc=0
+			# run.sh's log name: <kver>.log, <kver>-<script>.log for another
+			# script than vm-tests.sh (TB5_VM_SCRIPT); .status beside it.
+			log=$BUILD/vm-logs/$kver.log
+			script=$(basename "${TB5_VM_SCRIPT:-vm-tests.sh}" .sh)
+			[[ $script == vm-tests ]] || log=${log%.log}-$script.log
+			rm -f "${log%.log}.status"
+			timed "VM, $label" "$TB5_ROOT/ci/vm/run.sh" "$label" "$ko" "$TESTS" \
+				"$BUILD/vm-logs" || rc=$?
+			vm_status "${log%.log}.status"
+			retries=$((retries + VM_RETRIES))
+			case $rc in
+			0)
+				RESULTS+=("$(printf '%-5s %-24s PASS  built warning-free, VM tests passed%s' \
+					"$label" "$kver" "$VM_RETRIED")")
+				ok=$((ok + 1))
+				;;
+			1)
+				RESULTS+=("$(printf '%-5s %-24s FAIL  VM tests failed%s (%s)' "$label" "$kver" \
+					"$VM_RETRIED" "$log")")
+				failed=$((failed + 1))
+				;;
+			3 | 4 | 5 | 6)
+				RESULTS+=("$(printf '%-5s %-24s FAIL  VM never reached the tests: %s in %s boots (%s)' \
+					"$label" "$kver" "$VM_RESULT" "$VM_BOOTS" "$log")")
+				failed=$((failed + 1))
+				;;
+			*)
+				RESULTS+=("$(printf '%-5s %-24s FAIL  ci/vm/run.sh could not run (exit %s)' \
+					"$label" "$kver" "$rc")")
+				failed=$((failed + 1))
+				;;
+			esac
+			for reason in "${VM_RETRY_LINES[@]}"; do
+				RETRY_LINES+=("$(printf '%-5s boot retried: %s' "$label" "$reason")")
+			done
 		fi
-		fabric_retries "$label" "$kver" fabric
-		[[ -n ${FABRIC_TRIANGLE[$label]:-} ]] || continue
+		[[ -f $TESTS/vm-tests-fabric.sh ]] || continue
+		if want fabric; then
+			tb5_banner "kernel-tests: fabric, $label ($kver), two hosts"
+			rm -f "$BUILD/vm-logs/$kver"-fabric-?.status
+			if TB5_FABRIC_CABLES=${FABRIC_CABLES[$label]:-1} \
+				TB5_VM_APPEND="${FABRIC_APPEND[$label]:-}" \
+				timed "fabric, $label" "$TB5_ROOT/ci/vm/run-pair.sh" "$label" "$ko" \
+				"$BUILD/tbemu/$kver/tbemu.ko" "$TESTS" "$BUILD/vm-logs"; then
+				RESULTS+=("$(printf '%-5s %-24s PASS  fabric: %s cable(s)%s, tb backend tests passed' \
+					"$label" "$kver" "${FABRIC_CABLES[$label]:-1}" \
+					"${FABRIC_APPEND[$label]:+, ${FABRIC_APPEND[$label]}}")")
+				ok=$((ok + 1))
+			else
+				RESULTS+=("$(printf '%-5s %-24s FAIL  fabric (%s, %s)' "$label" "$kver" \
+					"$BUILD/vm-logs/$kver-fabric-a.log" "-b.log")")
+				failed=$((failed + 1))
+			fi
+			fabric_retries "$label" "$kver" fabric
+		fi
+		[[ -n ${FABRIC_TRIANGLE[$label]:-} ]] && want triangle || continue
 		rm -f "$BUILD/vm-logs/$kver"-triangle-?.status
 		tb5_banner "kernel-tests: fabric, $label ($kver), three hosts in a triangle"
 		if TB5_FABRIC_HOSTS=3 timed "triangle, $label" "$TB5_ROOT/ci/vm/run-pair.sh" \

@@ -11,6 +11,12 @@
 # for thunderbolt.ko, so the tb5.ko that DKMS built runs its tb backend over
 # it unchanged.
 #
+# Beside the cables, every two hosts share a serial line (a second UART in
+# each VM, ttyS1, ttyS2, joined by a UNIX socket on this host): the network
+# a cluster bootstraps NCCL over, which the guests have not otherwise. A
+# guest finds its lines in TB5K_OOB ("b:/dev/ttyS1 c:/dev/ttyS2": which
+# host each reaches).
+#
 # Each VM runs TEST_DIR/vm-tests-fabric.sh (or TB5_VM_SCRIPT) with
 # TB5K_ROLE=a or b and TB5K_CABLES; tbemu.ko is copied beside it. Logs:
 # LOG_DIR/<kver>-fabric-a.log and -b.log. Passes when both VMs pass
@@ -62,14 +68,36 @@ cable() {
 		qemu_args[$end]+=" -device ivshmem-plain,memdev=$name"
 	done
 }
+# The serial lines: the console stays the first UART (named explicitly,
+# since any -serial replaces QEMU's default one); each line is the next
+# UART of both its hosts, the first host serving the socket and the second
+# connecting to it (again every second until it is there: the VMs start at
+# once, and a retried boot restarts its QEMU).
+declare -A oob=() uarts=()
+line() {
+	local a=$1 b=$2 sock=$WORK/oob-$1$2.sock
+	for end in "$a" "$b"; do
+		[[ -n ${uarts[$end]:-} ]] ||
+			{ uarts[$end]=0; qemu_args[$end]+=" -serial mon:stdio"; }
+		uarts[$end]=$((uarts[$end] + 1))
+	done
+	qemu_args[$a]+=" -chardev socket,id=oob$a$b,path=$sock,server=on,wait=off -serial chardev:oob$a$b"
+	qemu_args[$b]+=" -chardev socket,id=oob$a$b,path=$sock,reconnect=1 -serial chardev:oob$a$b"
+	oob[$a]+=" $b:/dev/ttyS${uarts[$a]}"
+	oob[$b]+=" $a:/dev/ttyS${uarts[$b]}"
+}
 if ((HOSTS == 2)); then
 	for ((i = 0; i < CABLES; i++)); do
 		cable "cable$i" a b
 	done
+	line a b
 else
 	cable ab a b
 	cable bc b c
 	cable ca c a
+	line a b
+	line b c
+	line a c
 fi
 
 kver() {
@@ -90,7 +118,7 @@ tag=fabric
 for role in "${ROLES[@]}"; do
 	TB5_VM_QEMU_ARGS="${qemu_args[$role]}" TB5_VM_LOG_NAME="$KVER-$tag-$role" \
 		TB5_VM_SCRIPT="$SCRIPT" TB5_VM_SMP="${TB5_VM_SMP:-1}" \
-		TB5K_ROLE=$role TB5K_CABLES=$CABLES TB5K_HOSTS=$HOSTS \
+		TB5K_ROLE=$role TB5K_CABLES=$CABLES TB5K_HOSTS=$HOSTS TB5K_OOB="${oob[$role]# }" \
 		"$HERE/run.sh" "$KERNEL" "$KO" "$WORK/tests" "$LOGDIR" \
 		>"$WORK/$role.out" 2>&1 &
 	pids+=($!)
