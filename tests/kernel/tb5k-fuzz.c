@@ -3,7 +3,7 @@
  * tb5k-fuzz - a bounded random-ioctl fuzzer for tb5.ko.
  *
  *   tb5k-fuzz [--seed S] [--calls N] [--min-calls M] [--seconds T]
- *             [--threads K] [--no-unplug] [--no-mmap]
+ *             [--threads K] [--no-unplug] [--no-mmap] [--remote-peer]
  *
  * K threads (default 4) share 8 file descriptors of /dev/tb5_* (some with a
  * mapped completion queue, some without) and issue ioctls until N calls
@@ -23,6 +23,12 @@
  * hang (alarm() watchdog) and, at the end, see pinned_pages back at its
  * baseline and every link "ready". It fails if fewer than M calls (default
  * 100000) were made. The seed is printed; with one thread a run repeats.
+ *
+ * --remote-peer: the links lead to another host (tb links on the emulated
+ * fabric), so one link is enough, two of ours are never connected to each
+ * other (the peer answers every connect, refusing it) and no cable is
+ * pulled; vm-tests-fabric.sh runs a verified transfer on the same link
+ * meanwhile, so that the random calls race with data actually moving.
  */
 #include "tb5k.h"
 
@@ -71,6 +77,7 @@ static uint64_t calls, max_calls = 120000, min_calls = 100000;
 static uint64_t deadline_ms;
 static int unplug = 1;
 static int no_mmap;	/* --no-mmap: no mmap() while fuzzing (bisecting) */
+static int remote_peer;	/* --remote-peer: our links are not loop pairs */
 static int fuzzing;	/* the threads run */
 static uint64_t seed;
 static int have_udmabuf;
@@ -640,6 +647,8 @@ static void do_connect_pair(struct thr *t)
 	uint32_t mem[2];
 	int fds[2];
 
+	if (remote_peer)
+		return;
 	pthread_mutex_lock(&slot_lock);
 	if (slots[i].has_cq && slots[i].fd >= 0) {
 		for (j = 0; j < NSLOTS; j++) {
@@ -855,10 +864,13 @@ int main(int argc, char **argv)
 			unplug = 0;
 		else if (!strcmp(argv[i], "--no-mmap"))
 			no_mmap = 1;
+		else if (!strcmp(argv[i], "--remote-peer"))
+			remote_peer = 1;
 		else {
 			fprintf(stderr, "usage: %s [--seed S] [--calls N] "
 				"[--min-calls M] [--seconds T] [--threads K] "
-				"[--no-unplug] [--no-mmap]\n", argv[0]);
+				"[--no-unplug] [--no-mmap] [--remote-peer]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -877,7 +889,10 @@ int main(int argc, char **argv)
 		if (access(path, F_OK))
 			break;
 	}
-	TB5K_CHECK(ndev >= 2, "setup", "found %d tb5 links", ndev);
+	if (remote_peer)
+		unplug = 0;
+	TB5K_CHECK(ndev >= (remote_peer ? 1 : 2), "setup", "found %d tb5 links",
+		   ndev);
 	pinned0 = tb5k_pinned_pages();
 	have_udmabuf = !access("/dev/udmabuf", F_OK);
 	tb5k_note("%d links, pinned_pages %llu, udmabuf %s", ndev,
@@ -952,7 +967,7 @@ int main(int argc, char **argv)
 		close(thr[i].pipe_fd[0]);
 		close(thr[i].pipe_fd[1]);
 	}
-	if (ndev >= 4) {
+	if (unplug && ndev >= 4) {
 		tb5k_link_attr_path(path, sizeof(path), 2, "plugged");
 		tb5k_write_text(path, "1");
 	}

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * tb5k-xfer - messages over both loop pairs, both directions at once, every
- * byte verified, then the error semantics of one connection.
+ * byte verified, then the error semantics of one connection; or the same
+ * as two processes, one per end of a link.
  *
  *   tb5k-xfer [--quick] [--big-mib N] [--seed S] [--pairs P]
  *
@@ -24,6 +25,50 @@
  * Every completion's status, bytes, tag, endpoint and user_data is checked;
  * every receive buffer is verified byte by byte, and the bytes around it
  * must be untouched.
+ *
+ *   tb5k-xfer --side a|b --dev /dev/tb5_N [--quick] [--big-mib N] [--seed S]
+ *             [--connect-s N]
+ *
+ * The same checks as two processes, one per end of a link: the tb backend
+ * links two hosts, each holding one end. Each side opens only its device;
+ * the link is the only channel between them. Side a listens on a well-known
+ * service (cookie 0); side b connects, and is refused and tries again until
+ * side a listens: each waits --connect-s (120 s) for the other, since the
+ * hosts start at different times. Over that control connection
+ * they agree on the schedule (--seed, --quick, --big-mib; a mismatch fails
+ * both) and check each other's host ids, and a barrier message each way
+ * separates the phases. The other connections come from listeners with
+ * cookies, handed over the control connection (a wrong cookie is refused).
+ * Both derive the messages from the seed: each knows what it sends and
+ * what it must receive, sizes, tags, offsets and patterns.
+ *   mixed   the table above, a->b and b->a at once on one connection; each
+ *           side checks its sends, its receives (every byte, the bytes
+ *           around), and its end's counters;
+ *   big     one message each way, both at once (one after the other, or
+ *           none, if either side lacks the memory);
+ *   errors  split by who can see them, both ways at once on two
+ *           connections (a sends and b receives on one, b sends and a
+ *           receives on the other): each side checks its send's and its
+ *           receive's -EMSGSIZE and its buffer, zero-byte messages, a batch
+ *           stopping at its bad operation, invalid posts (and another
+ *           context's handles, from a second context on the same device),
+ *           the operation limit, and the close: -ECANCELED for the receives
+ *           of the endpoint it closes, -ECONNRESET and PEER_CLOSED for its
+ *           send that the peer never granted;
+ *   cq-full each side's 64-entry queue, filled by the peer's sends and
+ *           PEER_CLOSED: the receiving context is the small one's, the
+ *           counting is local, the filling is the peer's;
+ *   handles each side connects to a service nobody listens on at the peer
+ *           (ERROR names the new endpoint) and to the peer's well-known
+ *           listener, whose thread keeps accepting (CONNECTED names it).
+ * No check needs both ends in one process. Two things differ: one link per
+ * pair of processes (run a pair per link for more), and pinned_pages, which
+ * counts every process of a host (of both sides, on a loop pair): each side
+ * checks that its own VmLck comes back instead. The sides end in step: a
+ * last barrier, then each closes its own "fin" endpoint and waits until the
+ * peer has closed its own, so that neither closes the link under a send of
+ * the other's still leaving its ring (it would complete -ECONNRESET).
+ * The program names itself xfer-a or xfer-b in its PASS/FAIL lines.
  */
 #include "tb5k.h"
 
@@ -80,6 +125,7 @@ struct expect {
 static struct tb5k_ctx ctx[4];
 static struct tb5k_conn conn[2];
 static int npairs = 2;
+static int nctx;		/* contexts reap() watches: ctx[0 .. nctx) */
 static uint64_t seed = 0x7b5c0ffee;
 static struct expect *ex;
 static size_t nex, capex;
@@ -131,7 +177,7 @@ static void reap(const char *name, size_t from, size_t to)
 {
 	struct tb5k_ctx *cs[4];
 	size_t left = 0, i;
-	int n = 2 * npairs;
+	int n = nctx;
 
 	for (i = 0; i < (size_t)n; i++)
 		cs[i] = &ctx[i];
@@ -148,11 +194,11 @@ static void reap(const char *name, size_t from, size_t to)
 				;
 			tb5k_fail(name, "%zu completions missing after %d s; the "
 				  "first: op %u on /dev/tb5_%d ep %u tag %u",
-				  left, WAIT_MS / 1000, ex[i].op, ex[i].ctx,
-				  ex[i].ep, ex[i].tag);
+				  left, WAIT_MS / 1000, ex[i].op,
+				  ctx[ex[i].ctx].index, ex[i].ep, ex[i].tag);
 		}
 		TB5K_CHECK(cqe.op != TB5_CQE_EVENT, name,
-			   "unexpected event on /dev/tb5_%d: %s", which,
+			   "unexpected event on /dev/tb5_%d: %s", cs[which]->index,
 			   tb5k_cqe_str(&cqe));
 		TB5K_CHECK((cqe.user_data & UD_MASK) == UD_MAGIC &&
 			   (cqe.user_data & ~UD_MASK) < nex, name,
@@ -167,8 +213,8 @@ static void reap(const char *name, size_t from, size_t to)
 			   "a completion of an earlier step arrived now: %s",
 			   tb5k_cqe_str(&cqe));
 		TB5K_CHECK(which == e->ctx, name, "completion on /dev/tb5_%d, "
-			   "posted on /dev/tb5_%d: %s", which, e->ctx,
-			   tb5k_cqe_str(&cqe));
+			   "posted on /dev/tb5_%d: %s", cs[which]->index,
+			   ctx[e->ctx].index, tb5k_cqe_str(&cqe));
 		TB5K_CHECK(cqe.op == e->op && cqe.ep == e->ep && cqe.tag == e->tag,
 			   name, "expected op %u ep %u tag %u, got %s", e->op,
 			   e->ep, e->tag, tb5k_cqe_str(&cqe));
@@ -203,8 +249,11 @@ static void flow_init(struct flow *f, int pair, int dir, const char *what)
 		 f->rctx);
 }
 
-/* Lay the messages out, allocate, fill, register. */
-static void flow_setup(struct flow *f, uint64_t flow_seed)
+/*
+ * Lay the messages out: offsets and pattern seeds follow from the table and
+ * @flow_seed alone, so that two processes, one per end, agree on them.
+ */
+static void flow_layout(struct flow *f, uint64_t flow_seed)
 {
 	uint64_t cursor = 0;
 	int i;
@@ -217,6 +266,14 @@ static void flow_setup(struct flow *f, uint64_t flow_seed)
 		cursor = (m->off + m->recv_len + GUARD + 63) & ~63ull;
 	}
 	f->len = cursor;
+}
+
+/* Lay the messages out, allocate, fill, register. */
+static void flow_setup(struct flow *f, uint64_t flow_seed)
+{
+	int i;
+
+	flow_layout(f, flow_seed);
 	f->sbuf = tb5k_alloc(f->len);
 	f->rbuf = tb5k_alloc(f->len);
 	memset(f->sbuf, 0x11, f->len);
@@ -881,10 +938,1094 @@ static void phase_handles(void)
 	tb5k_close(&l);
 }
 
+/* -- two processes, one per end ----------------------------------------- */
+
+/*
+ * Side a holds one end of a link, side b the other, each in its own process
+ * (on its own host, for the tb backend). The link is their only channel:
+ * a listens on a well-known service (cookie 0), b connects until a is there,
+ * and everything else is said over that control connection.
+ */
+#define SVC_CTRL	0x5e7b2000ull	/* a's well-known listener */
+#define SVC_CONN	0x5e7b2100ull	/* + connection index: cookie listeners */
+#define SVC_OTHER	0x5e7b2200ull	/* + i: a second context's listeners */
+#define SVC_CQ		0x5e7b2300ull	/* + 2 * round + side: the small queue's */
+#define CTL_TAG		0xb5b5u
+#define CTL_UD		0xc7c0000000000000ull	/* never UD_MAGIC */
+#define CTL_MAGIC	0x7462356b78666572ull	/* "tb5kxfer", read big-endian */
+#define CTL_PROTO	1	/* what the control messages mean */
+#define CTL_VALS	8
+#define CTL_SLOT	256	/* bytes per direction in the control region */
+#define BARRIER_MS	(2 * WAIT_MS)	/* the peer may be a phase behind */
+
+/* A control message: a barrier, with a few values for the peer. */
+struct ctl_msg {
+	uint64_t magic;
+	uint32_t step;		/* the sender's barrier count */
+	uint32_t nvals;
+	uint64_t vals[CTL_VALS];
+	char name[32];		/* the sender's barrier name */
+};
+
+/* The connections besides the control one; who listens for each. */
+enum { CN_DATA, CN_ERR_A, CN_ERR_B, CN_FIN_A, CN_FIN_B, NCONN };
+
+static const char *const conn_name[NCONN] = {
+	"data", "errors a->b", "errors b->a", "fin a", "fin b"
+};
+/*
+ * CN_ERR_A: a sends, b receives and closes; CN_ERR_B the other way round.
+ * CN_FIN_A: a closes its end when it is done, b waits for that; CN_FIN_B
+ * the other way round. The listening side alternates, so that both sides
+ * listen, accept and connect.
+ */
+static const int conn_listener[NCONN] = { 0, 1, 0, 1, 0 };
+
+static struct {
+	int me;			/* 0: side a, 1: side b */
+	uint32_t ctl_ep, ctl_mem;
+	uint8_t *ctl_buf;
+	uint32_t step;		/* barriers passed */
+	uint32_t ep[NCONN];
+} s2;
+
+static char side_ch(int s)
+{
+	return s ? 'b' : 'a';
+}
+
+/* VmLck of this process, in kB: what its registrations pin. */
+static uint64_t vmlck_kib(void)
+{
+	char line[256];
+	unsigned long long v = ~0ull;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		tb5k_fail("pinned", "/proc/self/status: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmLck:", 6))
+			v = strtoull(line + 6, NULL, 10);
+	fclose(f);
+	if (v == ~0ull)
+		tb5k_fail("pinned", "no VmLck in /proc/self/status");
+	return v;
+}
+
+/*
+ * Meet the peer: both post a receive and send one control message with the
+ * same tag, and wait for both. When this returns, the peer has reached the
+ * same barrier (the same count, the same name), and @peer_vals (may be
+ * NULL) holds its @n values. Other completions that turn up meanwhile are
+ * kept for later (the peer may already act on what follows the barrier).
+ */
+static void barrier(const char *name, const uint64_t *vals, uint32_t n,
+		    uint64_t *peer_vals)
+{
+	struct tb5k_ctx *c = &ctx[0];
+	struct ctl_msg *out = (struct ctl_msg *)s2.ctl_buf;
+	struct ctl_msg *in = (struct ctl_msg *)(s2.ctl_buf + CTL_SLOT);
+	uint64_t ud = CTL_UD | (uint64_t)s2.step << 1;
+	struct tb5_cqe cqe;
+	int ret;
+
+	if (n > CTL_VALS)
+		tb5k_fail(name, "too many values for a barrier");
+	memset(out, 0, sizeof(*out));
+	out->magic = CTL_MAGIC;
+	out->step = s2.step;
+	out->nvals = n;
+	if (n)
+		memcpy(out->vals, vals, n * sizeof(*vals));
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	memset(in, UNTOUCHED, CTL_SLOT);
+
+	ret = tb5k_post1(c, TB5_OP_RECV, s2.ctl_ep, s2.ctl_mem, CTL_TAG,
+			 CTL_SLOT, CTL_SLOT - GUARD, ud | 1);
+	TB5K_CHECK(!ret, name, "barrier %u: posting the control receive: %s",
+		   s2.step, tb5k_errname(ret));
+	ret = tb5k_post1(c, TB5_OP_SEND, s2.ctl_ep, s2.ctl_mem, CTL_TAG, 0,
+			 sizeof(*out), ud);
+	TB5K_CHECK(!ret, name, "barrier %u: posting the control send: %s",
+		   s2.step, tb5k_errname(ret));
+
+	TB5K_CHECK(tb5k_wait_user_data(c, ud | 1, &cqe, BARRIER_MS), name,
+		   "barrier %u: side %c did not come within %d s", s2.step,
+		   side_ch(!s2.me), BARRIER_MS / 1000);
+	TB5K_CHECK(cqe.op == TB5_CQE_RECV && !cqe.status && cqe.tag == CTL_TAG &&
+		   cqe.ep == s2.ctl_ep && cqe.bytes == sizeof(*in), name,
+		   "barrier %u: the control receive completed as %s", s2.step,
+		   tb5k_cqe_str(&cqe));
+	TB5K_CHECK(tb5k_wait_user_data(c, ud, &cqe, WAIT_MS), name,
+		   "barrier %u: the control send did not complete", s2.step);
+	TB5K_CHECK(cqe.op == TB5_CQE_SEND && !cqe.status && cqe.tag == CTL_TAG &&
+		   cqe.ep == s2.ctl_ep && cqe.bytes == sizeof(*out), name,
+		   "barrier %u: the control send completed as %s", s2.step,
+		   tb5k_cqe_str(&cqe));
+
+	TB5K_CHECK(in->magic == CTL_MAGIC, name, "barrier %u: a control message "
+		   "with magic 0x%llx", s2.step, (unsigned long long)in->magic);
+	in->name[sizeof(in->name) - 1] = '\0';
+	TB5K_CHECK(in->step == s2.step && !strcmp(in->name, out->name), name,
+		   "side %c is at barrier %u (%s), we are at %u (%s): the sides "
+		   "run different schedules", side_ch(!s2.me), in->step,
+		   in->name, s2.step, out->name);
+	TB5K_CHECK(in->nvals == n, name, "barrier %u: side %c sent %u values, "
+		   "we %u", s2.step, side_ch(!s2.me), in->nvals, n);
+	TB5K_CHECK(tb5k_verify_byte(s2.ctl_buf + CTL_SLOT + sizeof(*in),
+				    CTL_SLOT - sizeof(*in), UNTOUCHED) < 0, name,
+		   "barrier %u: bytes past the control message were written",
+		   s2.step);
+	if (peer_vals && n)
+		memcpy(peer_vals, in->vals, n * sizeof(*peer_vals));
+	s2.step++;
+}
+
+/* TB5_IOC_LISTEN on @c; the cookie (0 for a well-known one) in *@cookie. */
+static uint32_t listen_on(const char *name, struct tb5k_ctx *c,
+			  uint64_t service, uint32_t flags, uint64_t *cookie)
+{
+	struct tb5_listen li;
+
+	memset(&li, 0, sizeof(li));
+	li.service = service;
+	li.flags = flags;
+	TB5K_CHECK(!ioctl(c->fd, TB5_IOC_LISTEN, &li), name,
+		   "TB5_IOC_LISTEN(0x%llx, flags 0x%x) on /dev/tb5_%d: %s",
+		   (unsigned long long)service, flags, c->index,
+		   tb5k_errname(errno));
+	if (flags & TB5_LISTEN_WELL_KNOWN)
+		TB5K_CHECK(li.cookie == 0, name, "a well-known listener got "
+			   "cookie 0x%llx", (unsigned long long)li.cookie);
+	else
+		TB5K_CHECK(li.cookie != 0, name, "a listener got cookie 0");
+	if (cookie)
+		*cookie = li.cookie;
+	return li.ep;
+}
+
+/* TB5_IOC_CONNECT on @c: the endpoint, or -errno. */
+static int64_t connect_start(struct tb5k_ctx *c, uint64_t service,
+			     uint64_t cookie)
+{
+	struct tb5_connect cn;
+
+	memset(&cn, 0, sizeof(cn));
+	cn.service = service;
+	cn.cookie = cookie;
+	if (ioctl(c->fd, TB5_IOC_CONNECT, &cn))
+		return -errno;
+	return cn.ep;
+}
+
+/* Wait for @ep's first event: CONNECTED, with nothing else in it. */
+static void connect_wait(const char *name, struct tb5k_ctx *c, uint32_t ep,
+			 const char *what)
+{
+	struct tb5_cqe cqe;
+
+	TB5K_CHECK(tb5k_wait_event(c, ep, 0, &cqe, WAIT_MS), name,
+		   "%s: no event on the connecting endpoint %u within %d s",
+		   what, ep, WAIT_MS / 1000);
+	TB5K_CHECK(cqe.event == TB5_EVENT_CONNECTED && !cqe.status, name,
+		   "%s: the connecting endpoint got %s, not CONNECTED", what,
+		   tb5k_cqe_str(&cqe));
+	TB5K_CHECK(!cqe.user_data && !cqe.bytes, name, "%s: CONNECTED carries "
+		   "user_data/bytes: %s", what, tb5k_cqe_str(&cqe));
+}
+
+/*
+ * Wait up to @timeout_ms for INCOMING on @listener, accept the one
+ * connection, and find nobody else waiting.
+ */
+static uint32_t accept_one(const char *name, struct tb5k_ctx *l,
+			   uint32_t listener, int timeout_ms, const char *what)
+{
+	struct tb5_accept ac;
+	struct tb5_cqe cqe;
+	uint64_t end;
+	uint32_t ep;
+
+	TB5K_CHECK(tb5k_wait_event(l, listener, TB5_EVENT_INCOMING, &cqe,
+				   timeout_ms), name,
+		   "%s: nobody connected within %d s", what, timeout_ms / 1000);
+	TB5K_CHECK(!cqe.status, name, "%s: TB5_EVENT_INCOMING with status %s",
+		   what, tb5k_errname(cqe.status));
+	end = tb5k_now_ms() + 15000;
+	for (;;) {
+		memset(&ac, 0, sizeof(ac));
+		ac.listener = listener;
+		if (!ioctl(l->fd, TB5_IOC_ACCEPT, &ac))
+			break;
+		TB5K_CHECK(errno == EAGAIN, name, "%s: TB5_IOC_ACCEPT: %s", what,
+			   tb5k_errname(errno));
+		TB5K_CHECK(tb5k_now_ms() < end, name, "%s: TB5_IOC_ACCEPT still "
+			   "EAGAIN 15 s after TB5_EVENT_INCOMING", what);
+		usleep(1000);
+	}
+	ep = ac.ep;
+	/* Accept until EAGAIN: nobody else may wait. */
+	memset(&ac, 0, sizeof(ac));
+	ac.listener = listener;
+	TB5K_CHECK(ioctl(l->fd, TB5_IOC_ACCEPT, &ac), name, "%s: a second "
+		   "TB5_IOC_ACCEPT found a connection nobody made (endpoint %u)",
+		   what, ac.ep);
+	TB5K_CHECK(errno == EAGAIN, name, "%s: a second TB5_IOC_ACCEPT: %s, "
+		   "wanted EAGAIN", what, tb5k_errname(errno));
+	return ep;
+}
+
+/* Side b: connect to a's well-known service until a listens, or @wait_s. */
+static void rendezvous_b(const char *name, int wait_s)
+{
+	struct tb5k_ctx *c = &ctx[0];
+	uint64_t t0 = tb5k_now_ms(), end = t0 + (uint64_t)wait_s * 1000;
+	unsigned int refused = 0, nolink = 0;
+	struct tb5_cqe cqe;
+
+	for (;;) {
+		int64_t ep = connect_start(c, SVC_CTRL, 0);
+		uint64_t now = tb5k_now_ms();
+
+		if (ep == -ENOLINK) {
+			/* The link went down again since it read ready. */
+			nolink++;
+			TB5K_CHECK(now < end, name, "TB5_IOC_CONNECT on /dev/tb5_%d: "
+				   "ENOLINK for %d s", c->index, wait_s);
+			usleep(250000);
+			continue;
+		}
+		TB5K_CHECK(ep > 0, name, "TB5_IOC_CONNECT(0x%llx) on /dev/tb5_%d: %s",
+			   (unsigned long long)SVC_CTRL, c->index,
+			   tb5k_errname((int)ep));
+		TB5K_CHECK(tb5k_wait_event(c, (uint32_t)ep, 0, &cqe, WAIT_MS), name,
+			   "no answer to a connect to side a within %d s",
+			   WAIT_MS / 1000);
+		if (cqe.event == TB5_EVENT_CONNECTED && !cqe.status) {
+			s2.ctl_ep = (uint32_t)ep;
+			break;
+		}
+		TB5K_CHECK(cqe.event == TB5_EVENT_ERROR &&
+			   cqe.status == -ECONNREFUSED, name,
+			   "connecting to side a: %s", tb5k_cqe_str(&cqe));
+		TB5K_CHECK(!tb5k_ep_close(c, (uint32_t)ep), name,
+			   "closing a refused endpoint failed");
+		refused++;
+		TB5K_CHECK(tb5k_now_ms() < end, name, "side a did not listen on "
+			   "service 0x%llx within %d s (%u connects refused)",
+			   (unsigned long long)SVC_CTRL, wait_s, refused);
+		usleep(250000);
+	}
+	tb5k_note("side a answered after %llu ms (%u connects refused, %u "
+		  "ENOLINK)", (unsigned long long)(tb5k_now_ms() - t0), refused,
+		  nolink);
+}
+
+/*
+ * Open the device, meet the peer over the link, agree on the schedule,
+ * and make the other connections.
+ */
+static void setup2(int dev, int wait_s, int quick, uint64_t big)
+{
+	const char *name = "connect";
+	struct tb5k_ctx *c = &ctx[0];
+	uint64_t mine[CTL_VALS], peer[CTL_VALS];
+	uint32_t listener[NCONN] = { 0 };
+	struct tb5_info info;
+	int k, first_out = -1;
+	int64_t ep;
+
+	tb5k_open(c, dev, CQ_ENTRIES);
+	TB5K_CHECK(c->version.features & TB5_FEATURE_WELL_KNOWN, name,
+		   "the module has no TB5_FEATURE_WELL_KNOWN (features 0x%x): "
+		   "the sides cannot meet", c->version.features);
+	TB5K_CHECK(!tb5k_wait_link_state(dev, "ready", (unsigned int)wait_s * 1000),
+		   name, "tb5_%d is not ready after %d s", dev, wait_s);
+	tb5k_get_info(c, &info);
+
+	if (s2.me == 0) {
+		uint32_t l = listen_on(name, c, SVC_CTRL, TB5_LISTEN_WELL_KNOWN,
+				       NULL);
+
+		tb5k_note("listening on service 0x%llx (well-known)",
+			  (unsigned long long)SVC_CTRL);
+		s2.ctl_ep = accept_one(name, c, l, wait_s * 1000,
+				       "side b on the control service");
+		TB5K_CHECK(!tb5k_ep_close(c, l), name, "closing the listener");
+	} else {
+		rendezvous_b(name, wait_s);
+	}
+	s2.ctl_buf = tb5k_alloc(2 * CTL_SLOT);
+	s2.ctl_mem = tb5k_reg(c, s2.ctl_buf, 2 * CTL_SLOT);
+
+	/* The same schedule on both sides, and the right peer. */
+	mine[0] = CTL_PROTO;
+	mine[1] = seed;
+	mine[2] = (uint64_t)quick;
+	mine[3] = big;
+	mine[4] = (uint64_t)s2.me;
+	mine[5] = info.local_host;
+	mine[6] = info.peer_host;
+	barrier("hello", mine, 7, peer);
+	TB5K_CHECK(peer[0] == CTL_PROTO, name, "side %c speaks control protocol "
+		   "%llu, we %u", side_ch(!s2.me), (unsigned long long)peer[0],
+		   CTL_PROTO);
+	TB5K_CHECK(peer[4] == (uint64_t)!s2.me, name, "the peer is side %c too: "
+		   "one side a and one side b, please", side_ch(s2.me));
+	TB5K_CHECK(peer[1] == seed && peer[2] == (uint64_t)quick &&
+		   peer[3] == big, name, "side %c runs --seed 0x%llx%s --big-mib "
+		   "%llu, we --seed 0x%llx%s --big-mib %llu: the schedules differ",
+		   side_ch(!s2.me), (unsigned long long)peer[1],
+		   peer[2] ? " --quick" : "", (unsigned long long)(peer[3] >> 20),
+		   (unsigned long long)seed, quick ? " --quick" : "",
+		   (unsigned long long)(big >> 20));
+	TB5K_CHECK(peer[5] == info.peer_host && peer[6] == info.local_host, name,
+		   "host ids: we are 0x%llx with peer 0x%llx, side %c says it is "
+		   "0x%llx with peer 0x%llx", (unsigned long long)info.local_host,
+		   (unsigned long long)info.peer_host, side_ch(!s2.me),
+		   (unsigned long long)peer[5], (unsigned long long)peer[6]);
+
+	/* The other connections: listeners with cookies, handed over. */
+	for (k = 0; k < NCONN; k++) {
+		mine[k] = 0;
+		if (conn_listener[k] == s2.me)
+			listener[k] = listen_on(name, c, SVC_CONN + k, 0, &mine[k]);
+	}
+	barrier("listen", mine, NCONN, peer);
+	for (k = 0; k < NCONN; k++) {
+		if (conn_listener[k] == s2.me)
+			continue;
+		if (first_out < 0) {
+			struct tb5_cqe cqe;
+
+			/* A wrong cookie is refused, and leaves no connection. */
+			first_out = k;
+			ep = connect_start(c, SVC_CONN + k, peer[k] ^ 1);
+			TB5K_CHECK(ep > 0, name, "TB5_IOC_CONNECT: %s",
+				   tb5k_errname((int)ep));
+			TB5K_CHECK(tb5k_wait_event(c, (uint32_t)ep, 0, &cqe, WAIT_MS),
+				   name, "no event after a connect with a wrong "
+				   "cookie");
+			TB5K_CHECK(cqe.event == TB5_EVENT_ERROR &&
+				   cqe.status == -ECONNREFUSED, name, "a connect "
+				   "with a wrong cookie got %s", tb5k_cqe_str(&cqe));
+			TB5K_CHECK(!tb5k_ep_close(c, (uint32_t)ep), name,
+				   "closing the refused endpoint");
+		}
+		ep = connect_start(c, SVC_CONN + k, peer[k]);
+		TB5K_CHECK(ep > 0, name, "TB5_IOC_CONNECT (%s): %s", conn_name[k],
+			   tb5k_errname((int)ep));
+		s2.ep[k] = (uint32_t)ep;
+	}
+	for (k = 0; k < NCONN; k++) {
+		if (conn_listener[k] != s2.me)
+			continue;
+		s2.ep[k] = accept_one(name, c, listener[k], WAIT_MS, conn_name[k]);
+		TB5K_CHECK(!tb5k_ep_close(c, listener[k]), name,
+			   "closing the %s listener", conn_name[k]);
+	}
+	for (k = 0; k < NCONN; k++)
+		if (conn_listener[k] != s2.me)
+			connect_wait(name, c, s2.ep[k], conn_name[k]);
+	/* Both sides hear of their accepts before anything is posted. */
+	barrier("connected", NULL, 0, NULL);
+	tb5k_pass("connect (side %c on /dev/tb5_%d: the control connection, "
+		  "%d more; a wrong cookie refused)", side_ch(s2.me), dev, NCONN);
+}
+
+/*
+ * Flow @dir (0: a->b, 1: b->a) over the data connection, as this side sees
+ * it: the sender holds the send half, the receiver the receive half.
+ */
+static void flow_init2(struct flow *f, int dir, const char *what)
+{
+	memset(f, 0, sizeof(*f));
+	f->dir = dir;
+	f->sctx = dir == s2.me ? 0 : -1;
+	f->rctx = dir != s2.me ? 0 : -1;
+	f->s_ep = f->r_ep = s2.ep[CN_DATA];
+	snprintf(f->name, sizeof(f->name), "%s %c->%c", what, side_ch(dir),
+		 side_ch(!dir));
+}
+
+/* flow_setup() for this side's half only: the layout is the same. */
+static void flow_setup2(struct flow *f, uint64_t flow_seed)
+{
+	int i;
+
+	flow_layout(f, flow_seed);
+	if (f->sctx >= 0) {
+		f->sbuf = tb5k_alloc(f->len);
+		memset(f->sbuf, 0x11, f->len);
+		for (i = 0; i < f->nmsgs; i++)
+			tb5k_fill(f->sbuf + f->msgs[i].off, f->msgs[i].len,
+				  f->msgs[i].seed, 0);
+		f->s_mem = tb5k_reg(&ctx[0], f->sbuf, f->len);
+	}
+	if (f->rctx >= 0) {
+		f->rbuf = tb5k_alloc(f->len);
+		memset(f->rbuf, UNTOUCHED, f->len);
+		f->r_mem = tb5k_reg(&ctx[0], f->rbuf, f->len);
+	}
+}
+
+static void flow_teardown2(const char *name, struct flow *f)
+{
+	uint32_t mem = f->sctx >= 0 ? f->s_mem : f->r_mem;
+	int ret;
+
+	ret = tb5k_dereg(&ctx[0], mem);
+	TB5K_CHECK(!ret, name, "TB5_IOC_DEREG_MEM of %s's %s region: %s",
+		   f->name, f->sctx >= 0 ? "send" : "receive", tb5k_errname(ret));
+	ret = tb5k_dereg(&ctx[0], mem);
+	TB5K_CHECK(ret < 0, name, "a second TB5_IOC_DEREG_MEM of the same "
+		   "handle succeeded");
+	tb5k_free(f->sbuf, f->len);
+	tb5k_free(f->rbuf, f->len);
+	f->sbuf = f->rbuf = NULL;
+}
+
+static void phase2_mixed(int quick)
+{
+	const char *name = "mixed";
+	int dev = ctx[0].index, d, k, out = s2.me, in = !s2.me;
+	uint64_t tx0, txf0, rx0, dtx, dtxf, drx, frames = 0, got = 0;
+	struct flow f[2];
+	size_t first;
+
+	for (d = 0; d < 2; d++) {
+		flow_init2(&f[d], d, "mixed");
+		f[d].nmsgs = quick ? 6 : NMIXED;
+		f[d].msgs = calloc((size_t)NMIXED, sizeof(struct msg));
+		TB5K_CHECK(f[d].msgs, name, "out of memory");
+		memcpy(f[d].msgs, mixed, sizeof(mixed));
+		/* The seeds of the one-process mode's pair 0. */
+		flow_setup2(&f[d], seed + 16 * (uint64_t)d);
+	}
+	tx0 = tb5k_link_u64(dev, "tx_bytes");
+	txf0 = tb5k_link_u64(dev, "tx_frames");
+	rx0 = tb5k_link_u64(dev, "rx_bytes");
+	/* Counters read: the peer's messages may come now. */
+	barrier("mixed", NULL, 0, NULL);
+	first = nex;
+	post_sends(name, &f[out], 1);
+	post_recvs(name, &f[in]);
+	post_sends(name, &f[out], 0);
+	reap(name, first, nex);
+	sweep(name, &f[in]);
+	tb5k_pass("mixed-sizes (%d messages each way, both directions at once, "
+		  "every byte verified)", f[out].nmsgs);
+
+	/* This end's counters moved at least by what it sent and received. */
+	dtx = tb5k_link_u64(dev, "tx_bytes") - tx0;
+	dtxf = tb5k_link_u64(dev, "tx_frames") - txf0;
+	drx = tb5k_link_u64(dev, "rx_bytes") - rx0;
+	for (k = 0; k < f[out].nmsgs; k++)
+		frames += (f[out].msgs[k].len + 4095) / 4096;
+	for (k = 0; k < f[in].nmsgs; k++)
+		got += f[in].msgs[k].len;
+	TB5K_CHECK(dtx >= f[out].sent_bytes && dtxf >= frames && drx >= got,
+		   "counters", "tb5_%d sent %llu payload bytes in >= %llu frames "
+		   "and received %llu, but tx_bytes grew by %llu, tx_frames by "
+		   "%llu, rx_bytes by %llu", dev,
+		   (unsigned long long)f[out].sent_bytes,
+		   (unsigned long long)frames, (unsigned long long)got,
+		   (unsigned long long)dtx, (unsigned long long)dtxf,
+		   (unsigned long long)drx);
+	tb5k_pass("counters");
+	for (d = 0; d < 2; d++) {
+		flow_teardown2(name, &f[d]);
+		free(f[d].msgs);
+	}
+}
+
+static void phase2_big(uint64_t big)
+{
+	const char *name = "big";
+	uint64_t avail = tb5k_meminfo_kib("MemAvailable") * 1024;
+	uint64_t per_flow = big + 8192, margin = 96 * TB5K_MIB;
+	uint64_t can, peer_can;
+	int at_once, start, d;
+	struct flow f[2];
+
+	/* Both flows at once (a send and a receive here), one, or none. */
+	can = 2 * per_flow + margin <= avail ? 2 : per_flow + margin <= avail;
+	barrier("big", &can, 1, &peer_can);
+	at_once = (int)(can < peer_can ? can : peer_can);
+	if (!at_once) {
+		tb5k_skip("big", "MemAvailable is %llu MiB here (%s there); one "
+			  "%llu MiB message needs %llu MiB",
+			  (unsigned long long)(avail >> 20),
+			  peer_can ? "enough" : "too little",
+			  (unsigned long long)(big >> 20),
+			  (unsigned long long)((per_flow + margin) >> 20));
+		return;
+	}
+	tb5k_note("big: %llu MiB each way, %d of 2 flows at once (MemAvailable "
+		  "%llu MiB here)", (unsigned long long)(big >> 20), at_once,
+		  (unsigned long long)(avail >> 20));
+
+	for (start = 0; start < 2; start += at_once) {
+		size_t first = nex;
+		uint64_t t0 = tb5k_now_ms();
+
+		for (d = start; d < start + at_once; d++) {
+			struct msg *m;
+			int ret;
+
+			flow_init2(&f[d], d, "big");
+			f[d].nmsgs = 1;
+			f[d].msgs = m = calloc(1, sizeof(*m));
+			TB5K_CHECK(m, name, "out of memory");
+			m->len = big;
+			m->recv_len = big;
+			m->tag = 7;
+			flow_setup2(&f[d], seed + 0x100 + (uint64_t)d);
+			if (f[d].rctx < 0)
+				continue;
+			post_recvs(name, &f[d]);
+			ret = tb5k_dereg(&ctx[0], f[d].r_mem);
+			TB5K_CHECK(ret == -EBUSY, name, "TB5_IOC_DEREG_MEM of a "
+				   "region with a posted receive: %s, not EBUSY",
+				   tb5k_errname(ret));
+		}
+		for (d = start; d < start + at_once; d++)
+			if (f[d].sctx >= 0)
+				post_sends(name, &f[d], 0);
+		reap(name, first, nex);
+		for (d = start; d < start + at_once; d++) {
+			if (f[d].rctx >= 0)
+				sweep(name, &f[d]);
+			flow_teardown2(name, &f[d]);
+			free(f[d].msgs);
+		}
+		tb5k_note("big: %s done in %llu ms", at_once == 2 ? "both flows" :
+			  f[start].name, (unsigned long long)(tb5k_now_ms() - t0));
+	}
+	tb5k_pass("big-message (%llu MiB each way, %s, every byte verified)",
+		  (unsigned long long)(big >> 20),
+		  at_once == 2 ? "both at once" : "one after the other");
+}
+
+static int handle_in(uint32_t h, const uint32_t *set, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (set[i] == h)
+			return 1;
+	return 0;
+}
+
+/*
+ * Handles of another context on this device are not valid here: a second
+ * context makes regions and endpoints until their handles are none of
+ * ours, and posts naming them are refused.
+ */
+static void foreign_handles(const char *name, uint32_t ep, uint32_t mem,
+			    const uint32_t *my_mems, int nmems)
+{
+	static const int badh[] = { EINVAL, EBADF, ENOENT, 0 };
+	uint32_t my_eps[NCONN + 1], h = 0, oep = 0;
+	struct tb5_post_op op;
+	struct tb5k_ctx o;
+	uint8_t *buf = tb5k_alloc(16 * 4096);
+	int i, tries;
+
+	for (i = 0; i < NCONN; i++)
+		my_eps[i] = s2.ep[i];
+	my_eps[NCONN] = s2.ctl_ep;
+	tb5k_open(&o, ctx[0].index, 256);
+	for (tries = 0; tries < 16; tries++) {
+		h = tb5k_reg(&o, buf + tries * 4096, 4096);
+		if (!handle_in(h, my_mems, nmems))
+			break;
+	}
+	TB5K_CHECK(tries < 16, name, "16 regions of a second context all have "
+		   "handles of ours");
+	for (tries = 0; tries < 64; tries++) {
+		oep = listen_on(name, &o, SVC_OTHER + (uint64_t)tries, 0, NULL);
+		if (!handle_in(oep, my_eps, NCONN + 1))
+			break;
+	}
+	TB5K_CHECK(tries < 64, name, "64 listeners of a second context all "
+		   "have handles of ours");
+	memset(&op, 0, sizeof(op));
+	op.op = TB5_OP_RECV;
+	op.ep = ep;
+	op.mem = h;
+	op.len = 10;
+	expect_post_fail(name, &ctx[0], &op, 1, "another context's region", badh);
+	op.ep = oep;
+	op.mem = mem;
+	expect_post_fail(name, &ctx[0], &op, 1, "another context's endpoint",
+			 badh);
+	tb5k_close(&o);
+	tb5k_free(buf, 16 * 4096);
+}
+
+/*
+ * The error semantics, split: on CN_ERR_A side a sends and side b receives
+ * (and closes at the end), on CN_ERR_B the other way round, both at once.
+ * Each side checks its own half of each: its sends' and its receives'
+ * completions, its receive buffer, its local refusals.
+ */
+static void phase2_errors(void)
+{
+	static const int einval[] = { EINVAL, 0 };
+	static const int range[] = { EINVAL, ERANGE, EOVERFLOW, EFAULT, 0 };
+	static const int badh[] = { EINVAL, EBADF, ENOENT, 0 };
+	static const int toobig[] = { EINVAL, EMSGSIZE, ERANGE, EOVERFLOW, 0 };
+	struct tb5k_ctx *c = &ctx[0];
+	/* We send on s_ep (the peer closes it); we receive on r_ep and close. */
+	uint32_t s_ep = s2.ep[s2.me ? CN_ERR_B : CN_ERR_A];
+	uint32_t r_ep = s2.ep[s2.me ? CN_ERR_A : CN_ERR_B];
+	uint64_t r_seed = seed + 0x200 + (uint64_t)!s2.me;
+	const size_t len = 64 * 1024;
+	uint8_t *sbuf = tb5k_alloc(len), *rbuf = tb5k_alloc(len);
+	uint32_t s_mem, r_mem, posted, i, nrecv, mems[3];
+	struct tb5_post_op ops[TB5_UAPI_POST_MAX + 1];
+	struct tb5_ep_query q;
+	struct tb5_cqe cqe;
+	size_t first;
+	int ret, batch_err;
+
+	tb5k_fill(sbuf, len, seed + 0x200 + (uint64_t)s2.me, 0);
+	memset(rbuf, UNTOUCHED, len);
+	s_mem = tb5k_reg(c, sbuf, len);
+	r_mem = tb5k_reg(c, rbuf, len);
+	barrier("errors", NULL, 0, NULL);
+
+	/* Truncation: 5000 bytes against a 1000-byte receive, both ways. */
+	first = nex;
+	ret = tb5k_post1(c, TB5_OP_RECV, r_ep, r_mem, 77, 0, 1000,
+			 expect(0, TB5_CQE_RECV, r_ep, 77, 0, -EMSGSIZE, NULL, 0));
+	TB5K_CHECK(!ret, "truncation", "post recv: %s", tb5k_errname(ret));
+	ret = tb5k_post1(c, TB5_OP_SEND, s_ep, s_mem, 77, 0, 5000,
+			 expect(0, TB5_CQE_SEND, s_ep, 77, 0, -EMSGSIZE, NULL, 0));
+	TB5K_CHECK(!ret, "truncation", "post send: %s", tb5k_errname(ret));
+	reap("truncation", first, nex);
+	TB5K_CHECK(tb5k_verify_byte(rbuf, len, UNTOUCHED) < 0, "truncation",
+		   "the receive buffer was written");
+	tb5k_pass("truncation (-EMSGSIZE for our send and our receive, buffer "
+		  "untouched)");
+
+	/* The connections survive a truncation. */
+	first = nex;
+	ret = tb5k_post1(c, TB5_OP_RECV, r_ep, r_mem, 78, 0, 5000,
+			 expect(0, TB5_CQE_RECV, r_ep, 78, 5000, 0, NULL, 0));
+	TB5K_CHECK(!ret, "after-truncation", "post recv: %s", tb5k_errname(ret));
+	ret = tb5k_post1(c, TB5_OP_SEND, s_ep, s_mem, 78, 0, 5000,
+			 expect(0, TB5_CQE_SEND, s_ep, 78, 5000, 0, NULL, 0));
+	TB5K_CHECK(!ret, "after-truncation", "post send: %s", tb5k_errname(ret));
+	reap("after-truncation", first, nex);
+	TB5K_CHECK(tb5k_verify(rbuf, 5000, r_seed, 0) < 0, "after-truncation",
+		   "data differs");
+	TB5K_CHECK(tb5k_verify_byte(rbuf + 5000, len - 5000, UNTOUCHED) < 0,
+		   "after-truncation", "bytes past the message were written");
+	tb5k_pass("after-truncation");
+
+	/* Zero bytes, into a 16-byte and an empty receive at the region's end. */
+	memset(rbuf, UNTOUCHED, len);
+	first = nex;
+	ret = tb5k_post1(c, TB5_OP_RECV, r_ep, r_mem, 79, 100, 16,
+			 expect(0, TB5_CQE_RECV, r_ep, 79, 0, 0, NULL, 0));
+	TB5K_CHECK(!ret, "zero-byte", "a 16-byte receive: %s", tb5k_errname(ret));
+	ret = tb5k_post1(c, TB5_OP_RECV, r_ep, r_mem, 80, len, 0,
+			 expect(0, TB5_CQE_RECV, r_ep, 80, 0, 0, NULL, 0));
+	TB5K_CHECK(!ret, "zero-byte", "a zero-byte receive at offset %zu of a "
+		   "%zu-byte region: %s", len, len, tb5k_errname(ret));
+	ret = tb5k_post1(c, TB5_OP_SEND, s_ep, s_mem, 79, 0, 0,
+			 expect(0, TB5_CQE_SEND, s_ep, 79, 0, 0, NULL, 0));
+	TB5K_CHECK(!ret, "zero-byte", "a zero-byte send: %s", tb5k_errname(ret));
+	ret = tb5k_post1(c, TB5_OP_SEND, s_ep, s_mem, 80, len, 0,
+			 expect(0, TB5_CQE_SEND, s_ep, 80, 0, 0, NULL, 0));
+	TB5K_CHECK(!ret, "zero-byte", "a zero-byte send at the region's end: %s",
+		   tb5k_errname(ret));
+	reap("zero-byte", first, nex);
+	TB5K_CHECK(tb5k_verify_byte(rbuf, len, UNTOUCHED) < 0, "zero-byte",
+		   "a zero-byte message wrote into the receive buffer");
+	tb5k_pass("zero-byte");
+
+	/* A batch stops at its first bad operation; the ones before it stay. */
+	memset(ops, 0, sizeof(ops));
+	for (i = 0; i < 3; i++) {
+		ops[i].op = TB5_OP_RECV;
+		ops[i].ep = r_ep;
+		ops[i].mem = r_mem;
+		ops[i].tag = 81 + i;
+		ops[i].len = 100;
+	}
+	ops[1].offset = len - 50;	/* offset + len beyond the region */
+	first = nex;
+	ops[0].user_data = expect(0, TB5_CQE_RECV, r_ep, 81, 100, 0, NULL, 0);
+	ops[2].user_data = UD_MAGIC | 0xfffffffffull;	/* must never show */
+	ret = tb5k_post(c, ops, 3, &posted);
+	batch_err = ret;
+	TB5K_CHECK(ret < 0 && posted == 1, "batch-stop", "a batch whose second "
+		   "operation lies outside its region: %s with posted %u, "
+		   "wanted an error with posted 1", tb5k_errname(ret), posted);
+	TB5K_CHECK(ret == -EINVAL || ret == -ERANGE || ret == -EOVERFLOW,
+		   "batch-stop", "the bad operation failed with %s",
+		   tb5k_errname(ret));
+	ret = tb5k_post1(c, TB5_OP_SEND, s_ep, s_mem, 81, 0, 100,
+			 expect(0, TB5_CQE_SEND, s_ep, 81, 100, 0, NULL, 0));
+	TB5K_CHECK(!ret, "batch-stop", "post send: %s", tb5k_errname(ret));
+	reap("batch-stop", first, nex);
+	TB5K_CHECK(tb5k_verify(rbuf, 100, r_seed, 0) < 0, "batch-stop",
+		   "the posted receive's data differs");
+	tb5k_pass("batch-stop (%s, posted 1 of 3)", tb5k_errname(batch_err));
+
+	/* Posts that must be refused whole: local to this end. */
+	memset(ops, 0, sizeof(ops));
+	ops[0].op = TB5_OP_RECV;
+	ops[0].ep = r_ep;
+	ops[0].mem = r_mem;
+	ops[0].len = 10;
+	expect_post_fail("bad-post", c, ops, 0, "count 0", einval);
+	for (i = 1; i <= TB5_UAPI_POST_MAX; i++)
+		ops[i] = ops[0];
+	expect_post_fail("bad-post", c, ops, TB5_UAPI_POST_MAX + 1, "count 65",
+			 einval);
+	expect_post_fail("bad-post", c, NULL, 1, "a NULL ops pointer",
+			 (const int[]){ EFAULT, 0 });
+	ops[1] = ops[0];
+	ops[1].op = 3;
+	expect_post_fail("bad-post", c, &ops[1], 1, "op 3", einval);
+	ops[1] = ops[0];
+	ops[1].mem = r_mem + 1000;
+	expect_post_fail("bad-post", c, &ops[1], 1, "an unknown region", badh);
+	ops[1] = ops[0];
+	ops[1].ep = r_ep + 1000;
+	expect_post_fail("bad-post", c, &ops[1], 1, "an unknown endpoint", badh);
+	ops[1] = ops[0];
+	ops[1].offset = ~0ull - 1;
+	ops[1].len = 2;
+	expect_post_fail("bad-post", c, &ops[1], 1, "offset + len wrapping 2^64",
+			 range);
+	ops[1] = ops[0];
+	ops[1].offset = len;
+	ops[1].len = 1;
+	expect_post_fail("bad-post", c, &ops[1], 1, "offset at the region's end",
+			 range);
+	ops[1] = ops[0];
+	ops[1].len = TB5_UAPI_MSG_MAX + 1;
+	expect_post_fail("bad-post", c, &ops[1], 1, "len 2^40 + 1", toobig);
+	mems[0] = s2.ctl_mem;
+	mems[1] = s_mem;
+	mems[2] = r_mem;
+	foreign_handles("bad-post", r_ep, r_mem, mems, 3);
+	tb5k_pass("bad-post");
+
+	/* At most TB5_UAPI_EP_OPS_MAX receives outstanding per endpoint. */
+	memset(rbuf, UNTOUCHED, len);
+	first = nex;
+	for (nrecv = 0; nrecv < TB5_UAPI_EP_OPS_MAX + 1; nrecv++) {
+		uint64_t ud = expect(0, TB5_CQE_RECV, r_ep, 200 + nrecv, 0,
+				     -ECANCELED, NULL, 0);
+
+		ret = tb5k_post1(c, TB5_OP_RECV, r_ep, r_mem, 200 + nrecv,
+				 nrecv * 64, 64, ud);
+		if (ret) {
+			nex--;	/* not posted: no completion */
+			break;
+		}
+	}
+	TB5K_CHECK(nrecv == TB5_UAPI_EP_OPS_MAX && ret == -EAGAIN, "ops-limit",
+		   "receive %u was refused with %s; wanted %u accepted, then "
+		   "EAGAIN", nrecv + 1, tb5k_errname(ret), TB5_UAPI_EP_OPS_MAX);
+	tb5k_pass("ops-limit (%u outstanding receives, then EAGAIN)", nrecv);
+
+	/*
+	 * A send the peer never grants; once both sides have posted theirs,
+	 * each closes the endpoint it receives on.
+	 */
+	ret = tb5k_post1(c, TB5_OP_SEND, s_ep, s_mem, 999, 0, 100,
+			 expect(0, TB5_CQE_SEND, s_ep, 999, 0, -ECONNRESET, NULL, 0));
+	TB5K_CHECK(!ret, "close", "post send: %s", tb5k_errname(ret));
+	barrier("errors.close", NULL, 0, NULL);
+	ret = tb5k_ep_close(c, r_ep);
+	TB5K_CHECK(!ret, "close", "TB5_IOC_EP_CLOSE: %s", tb5k_errname(ret));
+	TB5K_CHECK(tb5k_wait_event(c, s_ep, 0, &cqe, WAIT_MS), "close",
+		   "no event on our sending endpoint after side %c closed its "
+		   "end", side_ch(!s2.me));
+	TB5K_CHECK(cqe.event == TB5_EVENT_PEER_CLOSED && cqe.status == -ECONNRESET,
+		   "close", "our sending endpoint got %s, wanted PEER_CLOSED "
+		   "-ECONNRESET", tb5k_cqe_str(&cqe));
+	reap("close", first, nex);
+	TB5K_CHECK(tb5k_verify_byte(rbuf, len, UNTOUCHED) < 0, "close",
+		   "cancelled receives wrote into their buffer");
+	ret = tb5k_ep_query(c, s_ep, &q);
+	TB5K_CHECK(!ret && q.state == TB5_EP_STATE_PEER_CLOSED, "close",
+		   "EP_QUERY of the peer-closed endpoint: %s, state %u",
+		   tb5k_errname(ret), q.state);
+	ret = tb5k_post1(c, TB5_OP_SEND, s_ep, s_mem, 1, 0, 1, 1);
+	TB5K_CHECK(ret == -ECONNRESET, "close", "posting on a peer-closed "
+		   "endpoint: %s, not ECONNRESET", tb5k_errname(ret));
+	ret = tb5k_post1(c, TB5_OP_RECV, r_ep, r_mem, 1, 0, 1, 1);
+	TB5K_CHECK(ret < 0, "close", "posting on a closed endpoint succeeded");
+	ret = tb5k_ep_close(c, s_ep);
+	TB5K_CHECK(!ret, "close", "TB5_IOC_EP_CLOSE of the peer-closed "
+		   "endpoint: %s", tb5k_errname(ret));
+	ret = tb5k_ep_close(c, s_ep);
+	TB5K_CHECK(ret < 0, "close", "a second TB5_IOC_EP_CLOSE succeeded");
+	ret = tb5k_ep_query(c, s_ep, &q);
+	TB5K_CHECK(ret < 0, "close", "EP_QUERY of a closed handle succeeded");
+	/* Nothing else may turn up: no stray completion of the batch above. */
+	TB5K_CHECK(!tb5k_next(c, &cqe, 200), "close",
+		   "an unexpected completion: %s", tb5k_cqe_str(&cqe));
+	tb5k_pass("close (%u receives -ECANCELED as we closed; our send "
+		  "-ECONNRESET and PEER_CLOSED as side %c closed)", nrecv,
+		  side_ch(!s2.me));
+	s2.ep[CN_ERR_A] = s2.ep[CN_ERR_B] = 0;
+
+	TB5K_CHECK(!tb5k_dereg(c, s_mem) && !tb5k_dereg(c, r_mem), "close",
+		   "deregistering after close failed");
+	tb5k_free(sbuf, len);
+	tb5k_free(rbuf, len);
+}
+
+/*
+ * A completion queue of TB5_UAPI_CQ_MIN entries, on each side at once:
+ * its context listens, the peer's main context connects; it posts receives
+ * until ENOSPC (or EAGAIN at 64), says how many, the peer fills each and
+ * closes, and the queue must hold them all and the PEER_CLOSED, in order,
+ * without overrunning. Reaped, it takes a new connection and a receive.
+ */
+static void phase2_cq_full(void)
+{
+	const char *name = "cq-full";
+	struct tb5k_ctx small, *c = &ctx[0];
+	const size_t len = 4096 * 80;
+	uint8_t *sbuf = tb5k_alloc(len), *cbuf = tb5k_alloc(len);
+	uint64_t cookie, peer_cookie, n = 0, peer_n = 0;
+	uint32_t s_mem, c_mem, sl, s_ep, i;
+	struct tb5_cqe cqe;
+	int64_t c_ep;
+	size_t first;
+	int ret = 0, round;
+
+	tb5k_open(&small, c->index, TB5_UAPI_CQ_MIN);
+	s_mem = tb5k_reg(&small, sbuf, len);
+	c_mem = tb5k_reg(c, cbuf, len);
+	/* Round 0 fills the queue; round 1, after reaping, connects again. */
+	for (round = 0; round < 2; round++) {
+		sl = listen_on(name, &small, SVC_CQ + 2 * round + s2.me, 0,
+			       &cookie);
+		barrier(round ? "cq-full.listen2" : "cq-full.listen", &cookie, 1,
+			&peer_cookie);
+		c_ep = connect_start(c, SVC_CQ + 2 * round + !s2.me, peer_cookie);
+		TB5K_CHECK(c_ep > 0, name, "TB5_IOC_CONNECT: %s",
+			   tb5k_errname((int)c_ep));
+		s_ep = accept_one(name, &small, sl, WAIT_MS, "the small queue");
+		connect_wait(name, c, (uint32_t)c_ep, "the peer's small queue");
+		if (round)
+			break;
+
+		for (n = 0; n < TB5_UAPI_CQ_MIN + 1; n++) {
+			ret = tb5k_post1(&small, TB5_OP_RECV, s_ep, s_mem,
+					 300 + (uint32_t)n, n * 4096, 4096,
+					 0x5000 + n);
+			if (ret)
+				break;
+		}
+		TB5K_CHECK(ret == -ENOSPC ||
+			   (n == TB5_UAPI_EP_OPS_MAX && ret == -EAGAIN), name,
+			   "posting receive %llu on a %u-entry queue: %s",
+			   (unsigned long long)n + 1, TB5_UAPI_CQ_MIN,
+			   tb5k_errname(ret));
+		tb5k_note("%s: %llu receives fit a %u-entry queue, then %s", name,
+			  (unsigned long long)n, TB5_UAPI_CQ_MIN, tb5k_errname(ret));
+		/* Fill each of the peer's receives; then close on top. */
+		barrier("cq-full.posted", &n, 1, &peer_n);
+		TB5K_CHECK(peer_n <= TB5_UAPI_CQ_MIN, name, "side %c posted %llu "
+			   "receives on a %u-entry queue", side_ch(!s2.me),
+			   (unsigned long long)peer_n, TB5_UAPI_CQ_MIN);
+		first = nex;
+		for (i = 0; i < peer_n; i++) {
+			ret = tb5k_post1(c, TB5_OP_SEND, (uint32_t)c_ep, c_mem,
+					 300 + i, 0, 8,
+					 expect(0, TB5_CQE_SEND, (uint32_t)c_ep,
+						300 + i, 8, 0, NULL, 0));
+			TB5K_CHECK(!ret, name, "send %u: %s", i, tb5k_errname(ret));
+		}
+		reap(name, first, nex);
+		ret = tb5k_ep_close(c, (uint32_t)c_ep);
+		TB5K_CHECK(!ret, name, "closing the endpoint: %s",
+			   tb5k_errname(ret));
+		/* The peer has filled ours and closed: reap nothing till now. */
+		barrier("cq-full.sent", NULL, 0, NULL);
+		usleep(300000);
+		for (i = 0; i < n; i++) {
+			TB5K_CHECK(tb5k_next(&small, &cqe, WAIT_MS), name,
+				   "receive %u did not complete", i);
+			TB5K_CHECK(cqe.op == TB5_CQE_RECV && !cqe.status &&
+				   cqe.user_data == 0x5000 + i && cqe.bytes == 8 &&
+				   cqe.tag == 300 + i && cqe.ep == s_ep, name,
+				   "completion %u: %s", i, tb5k_cqe_str(&cqe));
+		}
+		TB5K_CHECK(tb5k_next(&small, &cqe, WAIT_MS), name,
+			   "no PEER_CLOSED on the small queue's endpoint");
+		TB5K_CHECK(cqe.op == TB5_CQE_EVENT &&
+			   cqe.event == TB5_EVENT_PEER_CLOSED && cqe.ep == s_ep,
+			   name, "after the receives came %s, not PEER_CLOSED",
+			   tb5k_cqe_str(&cqe));
+		/* After reaping, there is room again (for a new connection). */
+		ret = tb5k_ep_close(&small, s_ep);
+		TB5K_CHECK(!ret, name, "closing the endpoint: %s",
+			   tb5k_errname(ret));
+		ret = tb5k_ep_close(&small, sl);
+		TB5K_CHECK(!ret, name, "closing the listener: %s",
+			   tb5k_errname(ret));
+	}
+	/* The peer heard of our accept: closing now is no refusal. */
+	barrier("cq-full.again", NULL, 0, NULL);
+	ret = tb5k_post1(&small, TB5_OP_RECV, s_ep, s_mem, 1, 0, 8, 0x7000);
+	TB5K_CHECK(!ret, name, "posting after reaping: %s", tb5k_errname(ret));
+	tb5k_close(&small);
+	/* The peer of a context that went away: PEER_CLOSED. */
+	TB5K_CHECK(tb5k_wait_event(c, (uint32_t)c_ep, 0, &cqe, WAIT_MS), name,
+		   "no event after side %c closed its small queue's context",
+		   side_ch(!s2.me));
+	TB5K_CHECK(cqe.event == TB5_EVENT_PEER_CLOSED, name,
+		   "after side %c closed its context: %s", side_ch(!s2.me),
+		   tb5k_cqe_str(&cqe));
+	ret = tb5k_ep_close(c, (uint32_t)c_ep);
+	TB5K_CHECK(!ret, name, "closing the endpoint: %s", tb5k_errname(ret));
+	TB5K_CHECK(!tb5k_dereg(c, c_mem), name, "deregistering failed");
+	tb5k_free(sbuf, len);
+	tb5k_free(cbuf, len);
+	tb5k_pass("%s (%llu receives then %s; no overrun; side %c filled %llu "
+		  "of ours)", name, (unsigned long long)n,
+		  n == TB5_UAPI_EP_OPS_MAX ? "EAGAIN" : "ENOSPC", side_ch(!s2.me),
+		  (unsigned long long)peer_n);
+}
+
+/* phase_handles() split: each side connects, each side accepts. */
+static void phase2_handles(void)
+{
+	const char *name = "handles";
+	struct tb5k_ctx l, c;
+	struct acceptor a;
+	uint32_t lep;
+	pthread_t th;
+	int i;
+
+	tb5k_open(&l, ctx[0].index, CQ_ENTRIES);
+	tb5k_open(&c, ctx[0].index, CQ_ENTRIES);
+
+	/* Refused at once: nobody listens on the peer's end. */
+	barrier("handles", NULL, 0, NULL);
+	for (i = 0; i < HANDLE_ITERS; i++)
+		connect_first_event(name, &c, HANDLE_SERVICE, i,
+				    TB5_EVENT_ERROR, -ECONNREFUSED);
+	tb5k_pass("%s.refused (%d connects to side %c, each ERROR names its "
+		  "endpoint)", name, HANDLE_ITERS, side_ch(!s2.me));
+
+	/* Accepted at once: our ACCEPTs race the peer's ioctls, and theirs ours. */
+	lep = listen_on(name, &l, HANDLE_SERVICE + 1, TB5_LISTEN_WELL_KNOWN,
+			NULL);
+	memset(&a, 0, sizeof(a));
+	a.l = &l;
+	a.listener = lep;
+	TB5K_CHECK(!pthread_create(&th, NULL, acceptor_main, &a), name,
+		   "pthread_create failed");
+	barrier("handles.listen", NULL, 0, NULL);
+	for (i = 0; i < HANDLE_ITERS; i++)
+		connect_first_event(name, &c, HANDLE_SERVICE + 1, i,
+				    TB5_EVENT_CONNECTED, 0);
+	/* Keep accepting until the peer is through too. */
+	barrier("handles.done", NULL, 0, NULL);
+	a.stop = 1;
+	pthread_join(th, NULL);
+	TB5K_CHECK(!a.err, name, "TB5_IOC_ACCEPT: %s", tb5k_errname(a.err));
+	tb5k_pass("%s.accepted (%d connects to side %c, each CONNECTED names its "
+		  "endpoint)", name, HANDLE_ITERS, side_ch(!s2.me));
+
+	tb5k_close(&c);
+	tb5k_close(&l);
+}
+
+/*
+ * End in step. A last barrier: the peer has made all its checks. Then each
+ * side closes its own FIN endpoint and waits for the peer's: the peer
+ * closes it only once its barrier is over, its last send reaped, so that
+ * closing everything now fails nothing the peer still waits for (a send
+ * still leaving its ring would complete -ECONNRESET).
+ */
+static void finish2(void)
+{
+	const char *name = "end";
+	struct tb5k_ctx *c = &ctx[0];
+	uint32_t own = s2.ep[s2.me ? CN_FIN_B : CN_FIN_A];
+	uint32_t theirs = s2.ep[s2.me ? CN_FIN_A : CN_FIN_B];
+	struct tb5_cqe cqe;
+	int ret;
+
+	barrier("end", NULL, 0, NULL);
+	ret = tb5k_ep_close(c, own);
+	TB5K_CHECK(!ret, name, "closing our fin endpoint: %s", tb5k_errname(ret));
+	TB5K_CHECK(tb5k_wait_event(c, theirs, 0, &cqe, BARRIER_MS), name,
+		   "side %c did not close its fin endpoint within %d s",
+		   side_ch(!s2.me), BARRIER_MS / 1000);
+	TB5K_CHECK(cqe.event == TB5_EVENT_PEER_CLOSED && cqe.status == -ECONNRESET,
+		   name, "the peer's fin endpoint: %s, wanted PEER_CLOSED",
+		   tb5k_cqe_str(&cqe));
+	TB5K_CHECK(!tb5k_dereg(c, s2.ctl_mem), name, "deregistering the "
+		   "control region failed");
+	tb5k_close(c);
+	tb5k_free(s2.ctl_buf, 2 * CTL_SLOT);
+	tb5k_pass("end (%u barriers; side %c is done too)", s2.step,
+		  side_ch(!s2.me));
+}
+
+static int run2(int me, int dev, int wait_s, int quick, uint64_t big)
+{
+	uint64_t lck0, lck, end;
+
+	s2.me = me;
+	nctx = 1;
+	lck0 = vmlck_kib();
+	tb5k_note("side %c on /dev/tb5_%d, seed 0x%llx%s", side_ch(me), dev,
+		  (unsigned long long)seed, quick ? ", quick" : "");
+	setup2(dev, wait_s, quick, big);
+	phase2_mixed(quick);
+	if (!quick && big)
+		phase2_big(big);
+	if (!quick) {
+		phase2_errors();
+		phase2_cq_full();
+	}
+	phase2_handles();
+	finish2();
+
+	/*
+	 * This process's pins: pinned_pages counts the peer's too where both
+	 * ends are on one host (a loop pair).
+	 */
+	end = tb5k_now_ms() + 5000;
+	while ((lck = vmlck_kib()) != lck0 && tb5k_now_ms() < end)
+		usleep(20000);
+	TB5K_CHECK(lck == lck0, "pinned", "VmLck is %llu kB after closing "
+		   "everything, was %llu kB", (unsigned long long)lck,
+		   (unsigned long long)lck0);
+	tb5k_pass("pinned (VmLck back to %llu kB)", (unsigned long long)lck0);
+	return 0;
+}
+
+static void usage(const char *prog)
+{
+	fprintf(stderr,
+		"usage: %s [--quick] [--big-mib N] [--seed S] [--pairs 1|2]\n"
+		"       %s --side a|b --dev /dev/tb5_N [--quick] [--big-mib N] "
+		"[--seed S] [--connect-s N]\n", prog, prog);
+	exit(2);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t big = 64 * TB5K_MIB, pinned0;
-	int quick = 0, i;
+	int quick = 0, i, side = -1, dev = -1, wait_s = 120, pairs_set = 0;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick")) {
@@ -894,15 +2035,41 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
 			seed = strtoull(argv[++i], NULL, 0);
 		} else if (!strcmp(argv[i], "--pairs") && i + 1 < argc) {
+			pairs_set = 1;
 			npairs = atoi(argv[++i]);
 			if (npairs < 1 || npairs > 2)
 				npairs = 2;
+		} else if (!strcmp(argv[i], "--side") && i + 1 < argc) {
+			i++;
+			if (!strcmp(argv[i], "a"))
+				side = 0;
+			else if (!strcmp(argv[i], "b"))
+				side = 1;
+			else
+				usage(argv[0]);
+		} else if (!strcmp(argv[i], "--dev") && i + 1 < argc) {
+			char tail;
+
+			if (sscanf(argv[++i], "/dev/tb5_%d%c", &dev, &tail) != 1 ||
+			    dev < 0)
+				usage(argv[0]);
+		} else if (!strcmp(argv[i], "--connect-s") && i + 1 < argc) {
+			wait_s = atoi(argv[++i]);
+			if (wait_s < 1)
+				usage(argv[0]);
 		} else {
-			fprintf(stderr, "usage: %s [--quick] [--big-mib N] [--seed S] "
-				"[--pairs 1|2]\n", argv[0]);
-			return 2;
+			usage(argv[0]);
 		}
 	}
+	if (side >= 0 || dev >= 0) {
+		/* Two processes, one per end: --side and --dev go together. */
+		if (side < 0 || dev < 0 || pairs_set)
+			usage(argv[0]);
+		tb5k_init(side ? "xfer-b" : "xfer-a",
+			  (quick ? 300 : 1500) + (unsigned int)wait_s);
+		return run2(side, dev, wait_s, quick, big);
+	}
+	nctx = 2 * npairs;
 	tb5k_init("xfer", quick ? 300 : 1500);
 	tb5k_note("seed 0x%llx, %d pairs", (unsigned long long)seed, npairs);
 	pinned0 = tb5k_pinned_pages();

@@ -14,7 +14,23 @@
 #   fabric.perf     tb5-perf between the hosts over every cable: a server on
 #                   host a, the client on host b, bw and bibw (both
 #                   directions at once) with every byte verified, and lat
+#   fabric.zerocopy on every link, the payload frames tb5-perf sent went
+#                   out zero-copy, read by the NHI from the registered
+#                   buffer (tx_zerocopy_frames), while the unaligned ones
+#                   of its 4-byte messages were copied (tx_copied_frames)
+#   fabric.xfer     tb5k-xfer as two processes, side a on host a and side b
+#                   on host b, on every cable at once: mixed sizes and a
+#                   64 MiB message both ways at once, every byte verified,
+#                   the error semantics (truncation, zero bytes, close,
+#                   a full completion queue), handles named by their first
+#                   event, each side checking its own half
 #   fabric.selftest tb5-selftest with its round trip on every tb link
+#   fabric.plugin   the NCCL plugin's ABI harness (tests/plugin), one rank on
+#                   each host, every exported version v7..v12: handles
+#                   swapped over the serial line between the VMs (TB5K_OOB),
+#                   then on every device in turn a connection each way
+#                   through it and every size verified; every cable carried
+#                   data (its tx_bytes grew on both hosts)
 #   fabric.unplug.a, fabric.unplug.b
 #                   the cables pulled by host a (then by host b) in the
 #                   middle of a verified transfer: every link goes away on
@@ -28,6 +44,20 @@
 #                   b sees its peer leave; bound again, the links return
 #   fabric.suspend  host a suspends and resumes with its links up: LOGOUT,
 #                   then a new login, and data again
+#   fabric.dmabuf   where the kernel has /dev/udmabuf (6.12, sid): b's
+#                   tb5-perf with its buffers in dma-bufs (--memory
+#                   udmabuf), bw and bibw verified: payload frames leave
+#                   zero-copy from the dma-buf's attachment for the NHI
+#   fabric.kill.b, fabric.kill.a
+#                   b's client, then a's server, SIGKILLed in the middle of a
+#                   verified transfer: the killed host's pinned_pages return
+#                   to 0 (its regions were mapped for the NHI: unmapped and
+#                   unpinned), the other side fails or serves on, never
+#                   hangs, and verified data flows again
+#   fabric.fuzz     b's random-ioctl fuzzer (tb5k-fuzz --remote-peer) on its
+#                   tb links, with a verified transfer on the same link all
+#                   the while: the transfer verifies, nothing stays pinned,
+#                   the links stay ready
 #   fabric.login    a login against a peer that drops its first packets,
 #                   answers late and answers twice still comes up
 #   fabric.noe2e    host a without end-to-end flow control (tb_e2e=0): both
@@ -50,7 +80,8 @@
 #
 # Knobs (TB5K_*, passed into the VM by ci/vm/run.sh): TB5K_ROLE (a|b|c),
 # TB5K_CABLES (cables between the two hosts, default 1), TB5K_HOSTS (2|3),
-# TB5K_PERF_SIZES.
+# TB5K_PERF_SIZES, TB5K_PLUGIN_MAX_MIB, TB5K_XFER_BIG_MIB; TB5K_OOB (set by ci/vm/run-pair.sh:
+# the serial lines to the other hosts).
 # Prints PASS/FAIL lines; exits non-zero at the first failure.
 
 TMP=${TMPDIR:-/tmp}
@@ -171,6 +202,35 @@ else
 fi
 pass fabric.perf
 
+# -- zero-copy transmit --------------------------------------------------------
+# tb5-perf's buffers are page aligned: frames of its 4 KiB and larger
+# messages go out zero-copy (bibw made both hosts send); a 4-byte message
+# at an offset that is not a multiple of 8 is copied.
+for l in "$CLASS"/tb5_*; do
+	zc=$(cat "$l/tx_zerocopy_frames") cp=$(cat "$l/tx_copied_frames")
+	note "${l##*/}: payload frames sent zero-copy $zc, copied $cp"
+	[ "$zc" -gt 0 ] || fail fabric.zerocopy "${l##*/}: no frame went out zero-copy"
+	[ "$cp" -gt 0 ] || fail fabric.zerocopy "${l##*/}: no unaligned frame was copied"
+done
+pass fabric.zerocopy
+
+# -- tb5k-xfer, one side per host ------------------------------------------------
+# One process per link on each host: a's listen, b's connect over the cable
+# they are on (the hosts may number the cables differently).
+check=fabric.xfer
+pids=
+for l in "$CLASS"/tb5_*; do
+	name=${l##*/}
+	tb5k-xfer --side "$ROLE" --dev "/dev/$name" --big-mib "${TB5K_XFER_BIG_MIB:-64}" \
+		--connect-s 300 >"$TMP/xfer-$name.out" 2>&1 &
+	pids="$pids $!"
+done
+rc=0
+for p in $pids; do wait "$p" || rc=1; done
+for l in "$CLASS"/tb5_*; do sed 's/^/#   /' "$TMP/xfer-${l##*/}.out"; done
+[ "$rc" = 0 ] || fail "$check" "a side failed (its FAIL line is above)"
+pass "$check"
+
 # -- the operator's check -------------------------------------------------------
 # Host a answers (the responder, one connection per cable), host b checks.
 if [ "$ROLE" = a ]; then
@@ -186,6 +246,36 @@ else
 fi
 sed 's/^/#   /' "$TMP/selftest.out"
 pass fabric.selftest
+
+# -- the NCCL plugin --------------------------------------------------------------
+# The harness and the plugin are dynamic programs with their own loader and
+# libraries (ci/kernel-tests.sh puts them in plugin/, as for vm-tests-plugin.sh).
+check=fabric.plugin
+dir=$here/plugin
+[ -x "$dir/test_plugin_abi" ] || fail "$check" "the harness is not in the VM"
+oob=
+for l in ${TB5K_OOB:-}; do oob=${l#*:}; done
+[ -c "$oob" ] || fail "$check" "no serial line to the other host (TB5K_OOB '${TB5K_OOB:-}')"
+tx_before=
+for l in "$CLASS"/tb5_*; do tx_before="$tx_before $(cat "$l/tx_bytes")"; done
+TB5_PLUGIN_TEST_BACKEND=kernel TB5_PLUGIN_PATH=$dir/libnccl-net-tb5.so \
+TB5_PLUGIN_TEST_REMOTE=$ROLE TB5_PLUGIN_TEST_OOB=$oob \
+TB5_PLUGIN_TEST_MAX_MIB=${TB5K_PLUGIN_MAX_MIB:-4} TB5_SYSFS_CLASS=$CLASS \
+	"$dir/ld-linux-x86-64.so.2" --library-path "$dir" "$dir/test_plugin_abi" \
+	--gtest_filter='Abi/PluginRemote.*' --gtest_brief=1 >"$TMP/plugin.txt" 2>&1
+rc=$?
+sed 's/^/#   /' "$TMP/plugin.txt"
+[ "$rc" = 0 ] || fail "$check" "the harness exited with status $rc"
+n=$(grep -o '\[  PASSED  \] [0-9]* tests' "$TMP/plugin.txt" | grep -o '[0-9]*')
+[ "${n:-0}" = 6 ] || fail "$check" "${n:-no} of the 6 versions passed"
+set -- $tx_before
+for l in "$CLASS"/tb5_*; do
+	grew=$(($(cat "$l/tx_bytes") - $1))
+	shift
+	note "$check: ${l##*/} sent $grew bytes"
+	[ "$grew" -gt 1000000 ] || fail "$check" "${l##*/} carried no data for the plugin"
+done
+pass "$check"
 
 # -- faults -----------------------------------------------------------------------
 PCI=/sys/bus/pci/drivers/tbemu
@@ -306,6 +396,29 @@ reload_tb5() {
 
 [ "$ROLE" = a ] && start_server
 
+# dmabuf: zero-copy transmit from a dma-buf (b's buffers), where there are.
+check=fabric.dmabuf
+if [ "$ROLE" = b ]; then
+	if [ -e /dev/udmabuf ]; then
+		l=$CLASS/$(first_link)
+		zc=$(cat "$l/tx_zerocopy_frames")
+		tb5-perf --client --link "$(first_link)" --memory udmabuf -t bw,bibw \
+			-s 4K,64K,1M --verify --min-iters 4 -D 0.2 --no-memcpy --no-progress \
+			--timeout 120 >"$TMP/dmabuf.out" 2>&1 ||
+			{ cat "$TMP/dmabuf.out"; fail "$check" "tb5-perf --memory udmabuf failed"; }
+		sed 's/^/#   /' "$TMP/dmabuf.out"
+		zc=$(($(cat "$l/tx_zerocopy_frames") - zc))
+		note "$check: ${l##*/}: $zc payload frames sent zero-copy from the dma-bufs"
+		# At least four 1 MiB messages of bw alone (256 frames each); the
+		# tool's few small control messages cannot make up that many.
+		[ "$zc" -ge 1024 ] || fail "$check" "only $zc frames left zero-copy, not the dma-bufs' 1024 or more"
+	else
+		note "$check: SKIP: no /dev/udmabuf on this kernel"
+	fi
+fi
+barrier "$check"
+pass "$check"
+
 # unplug: pulled by a, then by b, in the middle of a transfer.
 for puller in a b; do
 	check=fabric.unplug.$puller
@@ -360,6 +473,70 @@ else
 fi
 wait_ready "$CABLES" 120 || fail "$check" "the links did not come back"
 [ "$ROLE" = b ] && short_clients "$check"
+barrier "$check"
+pass "$check"
+
+# wait_unpinned CHECK: this host's pinned_pages back to 0 within 30 s.
+wait_unpinned() {
+	left=150
+	while [ "$(cat "$CLASS/pinned_pages")" != 0 ]; do
+		[ "$left" -gt 0 ] ||
+			fail "$1" "pinned_pages $(cat "$CLASS/pinned_pages") 30 s after the kill"
+		nap
+		left=$((left - 1))
+	done
+}
+
+# kill.b: b's client SIGKILLed mid-transfer; a's server serves on.
+check=fabric.kill.b
+if [ "$ROLE" = b ]; then
+	long_client
+	wait_traffic "$check"
+	kill -9 "$long"
+	wait "$long" 2>/dev/null
+	wait_unpinned "$check"
+	short_clients "$check"
+else
+	kill -0 "$server" 2>/dev/null || fail "$check" "the server is gone"
+fi
+barrier "$check"
+[ "$ROLE" = a ] && { kill -0 "$server" 2>/dev/null || fail "$check" "the server died with its client"; }
+pass "$check"
+
+# kill.a: a's server SIGKILLed mid-transfer; b's transfer fails, not hangs.
+check=fabric.kill.a
+if [ "$ROLE" = a ]; then
+	wait_traffic "$check"
+	kill -9 "$server"
+	wait "$server" 2>/dev/null
+	wait_unpinned "$check"
+	start_server
+else
+	long_client
+	long_failed "$check"
+	short_clients "$check"
+fi
+barrier "$check"
+pass "$check"
+
+# fuzz: b fuzzes the ioctls of its tb links while a verified transfer runs
+# on the first one (started after the fuzzer has read its baseline of
+# pinned pages, and over well before the fuzzer checks it again).
+check=fabric.fuzz
+if [ "$ROLE" = b ]; then
+	tb5k-fuzz --remote-peer --threads 2 --seconds 30 --calls 100000000 \
+		--min-calls 2000 --seed "${TB5K_FUZZ_SEED:-0x7b5f}" >"$TMP/fuzz.out" 2>&1 &
+	fuzz=$!
+	sleep 3
+	tb5-perf --client --link "$(first_link)" -t bw,bibw -s 4K,1M -D 4 --verify \
+		--no-memcpy --no-progress --timeout 60 >"$TMP/fuzzperf.out" 2>&1
+	rc=$?
+	wait "$fuzz"
+	frc=$?
+	sed 's/^/#   /' "$TMP/fuzz.out"
+	[ "$rc" = 0 ] || { cat "$TMP/fuzzperf.out"; fail "$check" "the transfer beside the fuzzer failed"; }
+	[ "$frc" = 0 ] || fail "$check" "tb5k-fuzz failed (exit $frc)"
+fi
 barrier "$check"
 pass "$check"
 

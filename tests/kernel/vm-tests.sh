@@ -170,6 +170,13 @@ run info.pair1 tb5k-info 2 3
 
 # 3. Mixed sizes up to 64 MiB, both ways, both pairs; error semantics.
 run xfer tb5k-xfer --big-mib "$BIG_MIB"
+# The same as two processes, one per end of pair 1, meeting over the link
+# only: how vm-tests-fabric.sh runs it between two hosts.
+tb5k-xfer --side a --dev /dev/tb5_2 --quick &
+xfer_a=$!
+run xfer2.b tb5k-xfer --side b --dev /dev/tb5_3 --quick
+wait "$xfer_a" || fail xfer2.a "tb5k-xfer --side a exited with status $?"
+pass xfer2.a
 
 # 4. Unplug mid-transfer, re-plug.
 run unplug tb5k-unplug --big-mib "$BIG_MIB"

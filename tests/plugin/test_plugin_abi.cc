@@ -10,18 +10,23 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "live_counters.hpp"
@@ -666,59 +671,120 @@ TEST_P(PluginVersion, DlcloseThenDlopenAgain)
 	ClosePair(a, b);
 }
 
-// Two processes, each a host of the fabric (or each holding one end of a
-// kernel loop pair): both listen, swap handles through pipes, connect and
-// accept, then send each other every size while receiving.
-class PluginProcesses : public ::testing::TestWithParam<int> {};
-
-TEST_P(PluginProcesses, TwoProcesses)
+// write() and read() of exactly @n bytes (a serial line hands bytes over
+// in pieces).
+bool WriteFull(int fd, const void *p, size_t n)
 {
-	// The fork comes first: each process loads the plugin itself.
-	UseFabric("hosts=2,loop=0");
-	std::string live_dir = UseLiveDir();
-	int to_child[2], to_parent[2];
-	ASSERT_EQ(pipe(to_child), 0);
-	ASSERT_EQ(pipe(to_parent), 0);
-	const std::vector<size_t> sizes = {0, 1, 4097, 1 << 20, (64u << 20) + 3};
-	auto rank = [&](bool parent) -> int {
-		std::string why;
-		auto l = Library::Open(PluginPath(), &why);
-		if (!l)
-			return 10;
-		auto x = l->Get(GetParam());
-		void *c = nullptr;
-		int nd = 0;
-		if (x->Init(&c) || x->Devices(&nd) || nd < 1)
-			return 11;
+	const char *c = static_cast<const char *>(p);
+	while (n) {
+		ssize_t k = write(fd, c, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return false;
+		c += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+bool ReadFull(int fd, void *p, size_t n, double timeout_s)
+{
+	char *c = static_cast<char *>(p);
+	auto t0 = Clock::now();
+	while (n) {
+		struct pollfd pfd = {fd, POLLIN, 0};
+		if (Clock::now() - t0 > std::chrono::duration<double>(timeout_s))
+			return false;
+		int r = poll(&pfd, 1, 200);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return false;
+		if (r == 0)
+			continue;
+		ssize_t k = read(fd, c, n);
+		if (k < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (k <= 0)
+			return false;
+		c += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+// How two ranks in different processes tell each other things: handles,
+// device counts, "done".
+struct Channel {
+	virtual ~Channel() = default;
+	virtual bool Send(const void *p, size_t n) = 0;
+	virtual bool Recv(void *p, size_t n, double timeout_s) = 0;
+};
+
+// Two pipes, one each way.
+struct PipeChannel : Channel {
+	int wfd, rfd;
+	PipeChannel(int w, int r) : wfd(w), rfd(r) {}
+	bool Send(const void *p, size_t n) override { return WriteFull(wfd, p, n); }
+	bool Recv(void *p, size_t n, double timeout_s) override { return ReadFull(rfd, p, n, timeout_s); }
+};
+
+// One rank of two, each in a process of its own (and, over the fabric, on a
+// host of its own), loading the plugin itself. On each device in turn (on
+// device 0 only unless @every_device): both ranks listen, swap handles
+// through @ch, connect through that device to the other's listener and
+// accept its connection, then send each other every size while receiving,
+// every byte checked. Returns 0, or the step that failed.
+int PeerRank(int version, bool first, Channel &ch, const std::vector<size_t> &sizes,
+	     bool every_device, double timeout_s)
+{
+	std::string why;
+	auto l = Library::Open(PluginPath(), &why);
+	if (!l)
+		return 10;
+	auto x = l->Get(version);
+	void *c = nullptr;
+	int nd = 0, their_nd = 0;
+	if (!x || x->Init(&c) || x->Devices(&nd) || nd < 1)
+		return 11;
+	// Both see as many devices (one per cable between them).
+	if (!ch.Send(&nd, sizeof(nd)) || !ch.Recv(&their_nd, sizeof(their_nd), timeout_s))
+		return 27;
+	if (nd != their_nd)
+		return 28;
+	size_t max = *std::max_element(sizes.begin(), sizes.end());
+	Buffer sbuf(max), rbuf(max);
+	if (!sbuf.p || !rbuf.p)
+		return 29;
+	for (int dev = 0; dev < (every_device ? nd : 1); dev++) {
 		Rank me;
 		me.api = x.get();
 		me.ctx = c;
 		char mine[NCCL_NET_HANDLE_MAXSIZE] = {}, theirs[NCCL_NET_HANDLE_MAXSIZE] = {};
-		if (x->Listen(c, 0, mine, &me.lc))
+		if (x->Listen(c, dev, mine, &me.lc))
 			return 12;
-		int wfd = parent ? to_child[1] : to_parent[1];
-		int rfd = parent ? to_parent[0] : to_child[0];
-		if (write(wfd, mine, sizeof(mine)) != (ssize_t)sizeof(mine) ||
-		    read(rfd, theirs, sizeof(theirs)) != (ssize_t)sizeof(theirs))
+		if (!ch.Send(mine, sizeof(mine)) || !ch.Recv(theirs, sizeof(theirs), timeout_s))
 			return 13;
 		auto t0 = Clock::now();
+		auto late = [&] { return Clock::now() - t0 > std::chrono::duration<double>(timeout_s); };
 		while (!me.sc || !me.rc) {
-			if (!me.sc && x->Connect(c, 0, theirs, &me.sc))
+			if (!me.sc && x->Connect(c, dev, theirs, &me.sc))
 				return 14;
 			if (!me.rc && x->Accept(me.lc, &me.rc))
 				return 15;
-			if (Expired(t0))
+			if (late())
 				return 16;
 		}
-		size_t max = sizes.back();
-		Buffer sbuf(max), rbuf(max);
 		void *smh, *rmh;
 		if (x->RegMr(me.sc, sbuf.p, max, &smh) || x->RegMr(me.rc, rbuf.p, max, &rmh))
 			return 17;
-		uint32_t out = parent ? 1000 : 2000, in = parent ? 2000 : 1000;
+		uint32_t out = first ? 1000 : 2000, in = first ? 2000 : 1000;
+		out += 100 * (uint32_t)dev;
+		in += 100 * (uint32_t)dev;
 		for (size_t i = 0; i < sizes.size(); i++) {
 			size_t n = sizes[i], rs = n;
-			Fill(sbuf.p, n, out + i);
+			Fill(sbuf.p, n, out + (uint32_t)i);
 			int tag = (int)i;
 			void *d = rbuf.p, *rreq = nullptr, *sreq = nullptr;
 			while (!rreq)
@@ -733,36 +799,240 @@ TEST_P(PluginProcesses, TwoProcesses)
 					return 20;
 				if (!rd && x->Test(rreq, &rd, &got))
 					return 21;
-				if (Expired(t0))
+				if (late())
 					return 22;
 			}
-			if (got != (int)n || Check(rbuf.p, n, in + i) != -1)
+			if (got != (int)n || Check(rbuf.p, n, in + (uint32_t)i) != -1)
 				return 23;
 		}
 		x->DeregMr(me.sc, smh);
 		x->DeregMr(me.rc, rmh);
 		// Both sides are done before either closes (a barrier).
 		char byte = 1;
-		if (write(wfd, &byte, 1) != 1 || read(rfd, &byte, 1) != 1)
+		if (!ch.Send(&byte, 1) || !ch.Recv(&byte, 1, timeout_s))
 			return 24;
 		if (x->CloseSend(me.sc) || x->CloseRecv(me.rc) || x->CloseListen(me.lc))
 			return 25;
-		if (x->Finalize(c))
-			return 26;
-		return 0;
-	};
+	}
+	if (x->Finalize(c))
+		return 26;
+	return 0;
+}
+
+// Two processes, each a host of the fabric (or each holding one end of a
+// kernel loop pair): both listen, swap handles through pipes, connect and
+// accept, then send each other every size while receiving.
+class PluginProcesses : public ::testing::TestWithParam<int> {};
+
+TEST_P(PluginProcesses, TwoProcesses)
+{
+	// The fork comes first: each process loads the plugin itself.
+	UseFabric("hosts=2,loop=0");
+	std::string live_dir = UseLiveDir();
+	int to_child[2], to_parent[2];
+	ASSERT_EQ(pipe(to_child), 0);
+	ASSERT_EQ(pipe(to_parent), 0);
+	const std::vector<size_t> sizes = {0, 1, 4097, 1 << 20, (64u << 20) + 3};
 	pid_t child = fork();
 	ASSERT_GE(child, 0);
-	if (child == 0)
-		_exit(rank(false));
-	int mine = rank(true);
+	if (child == 0) {
+		PipeChannel ch(to_parent[1], to_child[0]);
+		_exit(PeerRank(GetParam(), false, ch, sizes, false, kTimeoutS));
+	}
+	PipeChannel ch(to_child[1], to_parent[0]);
+	int mine = PeerRank(GetParam(), true, ch, sizes, false, kTimeoutS);
 	int status = 0;
 	ASSERT_EQ(waitpid(child, &status, 0), child);
-	EXPECT_EQ(mine, 0) << "this process's step that failed (see the test's source)";
+	EXPECT_EQ(mine, 0) << "this process's step that failed (see PeerRank)";
 	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's step that failed";
+	EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's step that failed (see PeerRank)";
 	(void)!system(("rm -rf '" + live_dir + "'").c_str());
+}
+
+// The serial line to the other host, as a channel. A line loses what
+// arrives before the other end has opened its port (opening a UART clears
+// its FIFO) and may carry noise from then, so: text lines
+// "TB5OOB <word> <hex>" that the reader picks out of whatever else comes,
+// and before anything else a handshake (HELLO until the other side answers
+// READY, which it does to every HELLO it ever sees) so that neither side
+// sends data before the other listens. Opened once for the whole run (the
+// versions' tests follow one another over it), raw when it is a terminal:
+// no echo, no line editing, every byte as it is.
+class LineChannel : public Channel {
+public:
+	static LineChannel *Get(const char *path, const std::string &role)
+	{
+		static LineChannel *line = nullptr;
+		if (!line) {
+			int fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+			if (fd < 0)
+				return nullptr;
+			struct termios t;
+			if (isatty(fd) && !tcgetattr(fd, &t)) {
+				cfmakeraw(&t);
+				cfsetispeed(&t, B115200);
+				cfsetospeed(&t, B115200);
+				t.c_cflag |= CLOCAL | CREAD;
+				(void)tcsetattr(fd, TCSANOW, &t);
+			}
+			line = new LineChannel(fd, role);
+		}
+		return line;
+	}
+
+	// Both sides listen: HELLO every half second until READY comes.
+	bool Handshake(double timeout_s)
+	{
+		if (synced_)
+			return true;
+		auto t0 = Clock::now();
+		while (!synced_) {
+			if (!Put("HELLO", role_))
+				return false;
+			std::string word, arg;
+			auto t1 = Clock::now();
+			while (!synced_ && Clock::now() - t1 < std::chrono::milliseconds(500))
+				// The other side may be done and sending already.
+				if (Take(&word, &arg, 0.1))
+					early_.push_back({word, arg});
+			if (Clock::now() - t0 > std::chrono::duration<double>(timeout_s))
+				return false;
+		}
+		return true;
+	}
+
+	bool Send(const void *p, size_t n) override
+	{
+		static const char hex[] = "0123456789abcdef";
+		std::string h;
+		for (size_t i = 0; i < n; i++) {
+			uint8_t b = static_cast<const uint8_t *>(p)[i];
+			h += hex[b >> 4];
+			h += hex[b & 15];
+		}
+		return Put("DATA", h);
+	}
+
+	bool Recv(void *p, size_t n, double timeout_s) override
+	{
+		auto t0 = Clock::now();
+		for (;;) {
+			double left = timeout_s - std::chrono::duration<double>(Clock::now() - t0).count();
+			if (left <= 0)
+				return false;
+			std::string word, arg;
+			if (!early_.empty()) {
+				word = early_.front().first;
+				arg = early_.front().second;
+				early_.pop_front();
+			} else if (!Take(&word, &arg, left)) {
+				continue;
+			}
+			if (word != "DATA")
+				continue;
+			if (arg.size() != 2 * n)
+				return false;	// out of step: the test fails
+			for (size_t i = 0; i < n; i++)
+				static_cast<uint8_t *>(p)[i] =
+					(uint8_t)std::stoul(arg.substr(2 * i, 2), nullptr, 16);
+			return true;
+		}
+	}
+
+private:
+	LineChannel(int fd, const std::string &role) : fd_(fd), role_(role) {}
+
+	bool Put(const std::string &word, const std::string &arg)
+	{
+		std::string l = "\nTB5OOB " + word + " " + arg + "\n";
+		return WriteFull(fd_, l.data(), l.size());
+	}
+
+	// The next line of ours that is not part of the handshake; answers
+	// HELLOs on the way. False when none came within @timeout_s.
+	bool Take(std::string *word, std::string *arg, double timeout_s)
+	{
+		auto t0 = Clock::now();
+		for (;;) {
+			size_t nl;
+			while ((nl = buf_.find('\n')) != std::string::npos) {
+				std::string l = buf_.substr(0, nl);
+				buf_.erase(0, nl + 1);
+				size_t at = l.find("TB5OOB ");
+				if (at == std::string::npos)
+					continue;
+				l.erase(0, at + 7);
+				size_t sp = l.find(' ');
+				std::string w = l.substr(0, sp);
+				std::string a = sp == std::string::npos ? "" : l.substr(sp + 1);
+				if (w == "HELLO") {
+					Put("READY", role_);
+					continue;
+				}
+				if (w == "READY") {
+					synced_ = true;
+					continue;
+				}
+				*word = w;
+				*arg = a;
+				return true;
+			}
+			double left = timeout_s - std::chrono::duration<double>(Clock::now() - t0).count();
+			if (left <= 0)
+				return false;
+			struct pollfd pfd = {fd_, POLLIN, 0};
+			int r = poll(&pfd, 1, (int)std::max(1.0, std::min(left * 1000, 200.0)));
+			if (r <= 0)
+				continue;
+			char c[512];
+			ssize_t k = read(fd_, c, sizeof(c));
+			if (k > 0)
+				buf_.append(c, (size_t)k);
+			else if (k == 0 || (errno != EINTR && errno != EAGAIN))
+				return false;
+		}
+	}
+
+	int fd_;
+	std::string role_;
+	std::string buf_;
+	bool synced_ = false;
+	std::deque<std::pair<std::string, std::string>> early_;	// lines before READY
+};
+
+// One rank on each of two hosts of the emulated fabric, over the kernel's
+// tb links (tests/kernel/vm-tests-fabric.sh runs it on both):
+// TB5_PLUGIN_TEST_REMOTE (a or b) is this host's role and
+// TB5_PLUGIN_TEST_OOB a character device that reaches the other host, a
+// serial line between the VMs standing in for the network NCCL bootstraps
+// over. On every device in turn, so that each cable between the hosts
+// carries verified data: the plugin connects through the device it is
+// given when that device's link reaches the listener's host.
+class PluginRemote : public ::testing::TestWithParam<int> {};
+
+TEST_P(PluginRemote, TwoHosts)
+{
+	const char *role = std::getenv("TB5_PLUGIN_TEST_REMOTE");
+	const char *oob = std::getenv("TB5_PLUGIN_TEST_OOB");
+	if (!role || !oob)
+		GTEST_SKIP() << "set TB5_PLUGIN_TEST_REMOTE=a|b and TB5_PLUGIN_TEST_OOB to run";
+	ASSERT_TRUE(std::string(role) == "a" || std::string(role) == "b") << role;
+	LineChannel *line = LineChannel::Get(oob, role);
+	ASSERT_TRUE(line) << oob << ": " << std::strerror(errno);
+	// The other host may still be booting or finishing its last step.
+	ASSERT_TRUE(line->Handshake(600)) << "no answer from the other host over " << oob;
+	const char *cap_mib = std::getenv("TB5_PLUGIN_TEST_MAX_MIB");
+	size_t cap = (size_t)std::strtoul(cap_mib ? cap_mib : "64", nullptr, 10) << 20;
+	std::vector<size_t> sizes;
+	for (size_t n : {(size_t)0, (size_t)1, (size_t)4097, (size_t)(1 << 20) + 3,
+			 (size_t)(4 << 20) + 1, (size_t)(64 << 20) + 3})
+		if (n <= cap)
+			sizes.push_back(n);
+	// The hosts run under emulation: a long wait is not a failure.
+	EXPECT_EQ(PeerRank(GetParam(), std::string(role) == "a", *line, sizes, true, 300), 0)
+		<< "the step that failed (see PeerRank)";
 }
 
 INSTANTIATE_TEST_SUITE_P(Abi, PluginVersion, ::testing::Range(7, 13), VersionName);
 INSTANTIATE_TEST_SUITE_P(Abi, PluginProcesses, ::testing::Range(7, 13), VersionName);
+INSTANTIATE_TEST_SUITE_P(Abi, PluginRemote, ::testing::Range(7, 13), VersionName);
