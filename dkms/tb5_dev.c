@@ -466,6 +466,7 @@ void tb5_dev_put(struct tb5_dev *dev)
 void tb5_dev_mr_attach(struct tb5_dev *dev, struct tb5_mr *mr)
 {
 	struct device *dma_dev;
+	const char *what;
 	int ret;
 
 	if (!dev->ops->dma_device)
@@ -473,12 +474,14 @@ void tb5_dev_mr_attach(struct tb5_dev *dev, struct tb5_mr *mr)
 	mutex_lock(&dev->mr_lock);
 	dma_dev = dev->backend ? dev->ops->dma_device(dev) : NULL;
 	if (dma_dev) {
-		ret = tb5_mr_dma_map(mr, dma_dev);
+		ret = tb5_mr_dma_map(mr, dma_dev, &what);
 		if (!ret)
 			list_add_tail(&mr->dma_node, &dev->dma_mrs);
 		else
-			pr_info_ratelimited("tb5_%u: a region of %llu bytes is not mapped for DMA (%d): its frames will be copied\n",
-					    dev->index, mr->len, ret);
+			pr_info_ratelimited("tb5_%u: a %s region of %llu bytes is not mapped for DMA (%s: %d): its frames will be copied\n",
+					    dev->index,
+					    mr->dmabuf ? "dma-buf" : "memory",
+					    mr->len, what, ret);
 	}
 	mutex_unlock(&dev->mr_lock);
 }

@@ -282,11 +282,13 @@ static unsigned int mr_max_segment(struct device *dev)
 	return max ? max : PAGE_SIZE;
 }
 
-static int mr_dma_map_user(struct tb5_mr *mr, struct device *dma_dev)
+static int mr_dma_map_user(struct tb5_mr *mr, struct device *dma_dev,
+			   const char **what)
 {
 	struct sg_table *sgt;
 	int ret;
 
+	*what = "the scatter-gather table";
 	if (mr->npages > UINT_MAX)
 		return -EOVERFLOW;
 	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
@@ -300,9 +302,11 @@ static int mr_dma_map_user(struct tb5_mr *mr, struct device *dma_dev)
 	if (ret)
 		goto err_free;
 	/* Out of bounce or IOMMU space is not worth a warning: we copy. */
+	*what = "dma_map_sgtable()";
 	ret = dma_map_sgtable(dma_dev, sgt, DMA_TO_DEVICE, DMA_ATTR_NO_WARN);
 	if (ret)
 		goto err_table;
+	*what = "the bus addresses of its pages";
 	ret = mr_dma_pages(mr, sgt, 0, mr->npages);
 	if (ret)
 		goto err_unmap;
@@ -319,21 +323,26 @@ err_free:
 	return ret;
 }
 
-static int mr_dma_map_dmabuf(struct tb5_mr *mr, struct device *dma_dev)
+static int mr_dma_map_dmabuf(struct tb5_mr *mr, struct device *dma_dev,
+			     const char **what)
 {
 	struct dma_buf_attachment *attach;
 	struct sg_table *sgt;
 	int ret;
 
+	*what = "dma_buf_attach()";
 	attach = dma_buf_attach(mr->dmabuf, dma_dev);
 	if (IS_ERR(attach))
 		return PTR_ERR(attach);
+	/* The exporter maps its own pages, as it chooses to. */
+	*what = "the exporter's dma_buf_map_attachment()";
 	sgt = mr_dmabuf_map(attach);
 	if (IS_ERR(sgt)) {
 		ret = PTR_ERR(sgt);
 		goto err_detach;
 	}
 	/* Registration checked that the offset is page aligned. */
+	*what = "the bus addresses of its pages (segments not whole pages)";
 	ret = mr_dma_pages(mr, sgt, mr->dmabuf_offset >> PAGE_SHIFT,
 			   DIV_ROUND_UP(mr->len, PAGE_SIZE));
 	if (ret)
@@ -350,15 +359,20 @@ err_detach:
 	return ret;
 }
 
-/* Map @mr for @dma_dev, which reads TX frames from it. */
-int tb5_mr_dma_map(struct tb5_mr *mr, struct device *dma_dev)
+/*
+ * Map @mr for @dma_dev, which reads TX frames from it. On failure *@what
+ * names the step that failed, for the log.
+ */
+int tb5_mr_dma_map(struct tb5_mr *mr, struct device *dma_dev,
+		   const char **what)
 {
 	int ret;
 
+	*what = "the region";
 	if (mr->dma_dev)
 		return -EBUSY;
-	ret = mr->dmabuf ? mr_dma_map_dmabuf(mr, dma_dev) :
-			   mr_dma_map_user(mr, dma_dev);
+	ret = mr->dmabuf ? mr_dma_map_dmabuf(mr, dma_dev, what) :
+			   mr_dma_map_user(mr, dma_dev, what);
 	if (!ret)
 		mr->dma_dev = dma_dev;
 	return ret;
