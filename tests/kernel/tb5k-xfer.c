@@ -100,7 +100,7 @@ struct msg {
 struct flow {
 	char name[32];
 	int pair, dir;
-	int sctx, rctx;		/* indexes in ctx[] */
+	int sctx, rctx;		/* indexes in ctx[]; -1: the peer's half */
 	uint32_t s_ep, r_ep;
 	uint8_t *sbuf, *rbuf;
 	size_t len;		/* of each buffer */
@@ -235,8 +235,11 @@ static void reap(const char *name, size_t from, size_t to)
 	}
 }
 
-static void flow_init(struct flow *f, int pair, int dir, const char *what)
+/* Flow @i of the loop pairs: pair i / 2, direction i % 2. */
+static void flow_init(struct flow *f, int i, const char *what)
 {
+	int pair = i / 2, dir = i % 2;
+
 	memset(f, 0, sizeof(*f));
 	f->pair = pair;
 	f->dir = dir;
@@ -268,45 +271,60 @@ static void flow_layout(struct flow *f, uint64_t flow_seed)
 	f->len = cursor;
 }
 
-/* Lay the messages out, allocate, fill, register. */
+/* Lay the messages out; allocate, fill and register the halves held here. */
 static void flow_setup(struct flow *f, uint64_t flow_seed)
 {
 	int i;
 
 	flow_layout(f, flow_seed);
-	f->sbuf = tb5k_alloc(f->len);
-	f->rbuf = tb5k_alloc(f->len);
-	memset(f->sbuf, 0x11, f->len);
-	memset(f->rbuf, UNTOUCHED, f->len);
-	for (i = 0; i < f->nmsgs; i++)
-		tb5k_fill(f->sbuf + f->msgs[i].off, f->msgs[i].len,
-			  f->msgs[i].seed, 0);
-	f->s_mem = tb5k_reg(&ctx[f->sctx], f->sbuf, f->len);
-	f->r_mem = tb5k_reg(&ctx[f->rctx], f->rbuf, f->len);
+	if (f->sctx >= 0) {
+		f->sbuf = tb5k_alloc(f->len);
+		memset(f->sbuf, 0x11, f->len);
+		for (i = 0; i < f->nmsgs; i++)
+			tb5k_fill(f->sbuf + f->msgs[i].off, f->msgs[i].len,
+				  f->msgs[i].seed, 0);
+		f->s_mem = tb5k_reg(&ctx[f->sctx], f->sbuf, f->len);
+	}
+	if (f->rctx >= 0) {
+		f->rbuf = tb5k_alloc(f->len);
+		memset(f->rbuf, UNTOUCHED, f->len);
+		f->r_mem = tb5k_reg(&ctx[f->rctx], f->rbuf, f->len);
+	}
 }
 
+/* Deregister and free the halves held here, and the messages. */
 static void flow_teardown(const char *name, struct flow *f)
 {
-	int ret;
+	static const char *const half[2] = { "send", "receive" };
+	const int c[2] = { f->sctx, f->rctx };
+	const uint32_t mem[2] = { f->s_mem, f->r_mem };
+	int h, last = 0, ret;
 
-	ret = tb5k_dereg(&ctx[f->sctx], f->s_mem);
-	TB5K_CHECK(!ret, name, "TB5_IOC_DEREG_MEM of %s's send region: %s",
-		   f->name, tb5k_errname(ret));
-	ret = tb5k_dereg(&ctx[f->rctx], f->r_mem);
-	TB5K_CHECK(!ret, name, "TB5_IOC_DEREG_MEM of %s's receive region: %s",
-		   f->name, tb5k_errname(ret));
-	ret = tb5k_dereg(&ctx[f->rctx], f->r_mem);
+	for (h = 0; h < 2; h++) {
+		if (c[h] < 0)
+			continue;
+		ret = tb5k_dereg(&ctx[c[h]], mem[h]);
+		TB5K_CHECK(!ret, name, "TB5_IOC_DEREG_MEM of %s's %s region: %s",
+			   f->name, half[h], tb5k_errname(ret));
+		last = h;
+	}
+	ret = tb5k_dereg(&ctx[c[last]], mem[last]);
 	TB5K_CHECK(ret < 0, name, "a second TB5_IOC_DEREG_MEM of the same "
 		   "handle succeeded");
 	tb5k_free(f->sbuf, f->len);
 	tb5k_free(f->rbuf, f->len);
+	free(f->msgs);
 	f->sbuf = f->rbuf = NULL;
+	f->msgs = NULL;
 }
 
+/* The sends marked @early, where the send half is held here. */
 static void post_sends(const char *name, struct flow *f, int early)
 {
 	int i, ret;
 
+	if (f->sctx < 0)
+		return;
 	for (i = 0; i < f->nmsgs; i++) {
 		const struct msg *m = &f->msgs[i];
 		uint64_t ud;
@@ -324,12 +342,15 @@ static void post_sends(const char *name, struct flow *f, int early)
 	}
 }
 
+/* All the receives, where the receive half is held here. */
 static void post_recvs(const char *name, struct flow *f)
 {
 	struct tb5_post_op ops[64];
 	uint32_t posted;
 	int i, ret;
 
+	if (f->rctx < 0)
+		return;
 	if (f->nmsgs > 64)
 		tb5k_fail(name, "too many messages");
 	memset(ops, 0, sizeof(ops));
@@ -351,13 +372,18 @@ static void post_recvs(const char *name, struct flow *f)
 		   f->name, f->nmsgs, tb5k_errname(ret), posted);
 }
 
-/* Verify the whole receive buffer: messages, and nothing else touched. */
+/*
+ * Verify the whole receive buffer, where the receive half is held here:
+ * messages, and nothing else touched.
+ */
 static void sweep(const char *name, struct flow *f)
 {
 	uint64_t pos = 0;
 	int64_t bad;
 	int i;
 
+	if (f->rctx < 0)
+		return;
 	for (i = 0; i < f->nmsgs; i++) {
 		const struct msg *m = &f->msgs[i];
 
@@ -397,49 +423,129 @@ static const struct msg mixed[] = {
 
 #define NMIXED ((int)(sizeof(mixed) / sizeof(mixed[0])))
 
-static void phase_mixed(int quick)
+/* The mixed table on @f (its first 6 messages with @quick), set up. */
+static void flow_mixed(struct flow *f, int quick, uint64_t flow_seed)
 {
-	const char *name = "mixed";
-	struct flow f[4];
-	uint64_t tx0[4], rx0[4], txf0[4];
-	size_t first = nex;
-	int nf = 2 * npairs, i, k;
+	f->nmsgs = quick ? 6 : NMIXED;
+	f->msgs = calloc((size_t)NMIXED, sizeof(struct msg));
+	TB5K_CHECK(f->msgs, "mixed", "out of memory");
+	memcpy(f->msgs, mixed, sizeof(mixed));
+	flow_setup(f, flow_seed);
+}
 
-	for (i = 0; i < nf; i++) {
-		flow_init(&f[i], i / 2, i % 2, "mixed");
-		f[i].nmsgs = quick ? 6 : NMIXED;
-		f[i].msgs = calloc((size_t)NMIXED, sizeof(struct msg));
-		memcpy(f[i].msgs, mixed, sizeof(mixed));
-		flow_setup(&f[i], seed + 16 * (uint64_t)i);
-	}
-	for (i = 0; i < nf; i++) {
-		tx0[i] = tb5k_link_u64(i, "tx_bytes");
-		txf0[i] = tb5k_link_u64(i, "tx_frames");
-		rx0[i] = tb5k_link_u64(i, "rx_bytes");
-	}
-	/* Sends first on every flow, then receives, then the other sends. */
+/*
+ * Move the messages of flows @f[0 .. @nf) all at once, as far as this
+ * process holds them: the early sends, then the receives (with @busy: the
+ * receive region, with receives outstanding, must refuse TB5_IOC_DEREG_MEM),
+ * then the other sends; reap them all and sweep every receive region.
+ */
+static void xfer_flows(const char *name, struct flow *f, int nf, int busy)
+{
+	size_t first = nex;
+	int i, ret;
+
 	for (i = 0; i < nf; i++)
 		post_sends(name, &f[i], 1);
-	for (i = 0; i < nf; i++)
+	for (i = 0; i < nf; i++) {
 		post_recvs(name, &f[i]);
+		if (!busy || f[i].rctx < 0)
+			continue;
+		ret = tb5k_dereg(&ctx[f[i].rctx], f[i].r_mem);
+		TB5K_CHECK(ret == -EBUSY, name, "TB5_IOC_DEREG_MEM of a region "
+			   "with a posted receive: %s, not EBUSY",
+			   tb5k_errname(ret));
+	}
 	for (i = 0; i < nf; i++)
 		post_sends(name, &f[i], 0);
 	reap(name, first, nex);
 	for (i = 0; i < nf; i++)
 		sweep(name, &f[i]);
+}
+
+/*
+ * One message of @big bytes on each of the flows @f[@start .. @start + @n)
+ * (made by flow_init() or flow_init2()), all at once; then tear them down.
+ */
+static void big_round(const char *name, struct flow *f, int start, int n,
+		      uint64_t big)
+{
+	int i;
+
+	for (i = start; i < start + n; i++) {
+		struct msg *m = calloc(1, sizeof(*m));
+
+		TB5K_CHECK(m, name, "out of memory");
+		m->len = big;
+		m->recv_len = big;
+		m->tag = 7;
+		f[i].nmsgs = 1;
+		f[i].msgs = m;
+		flow_setup(&f[i], seed + 0x100 + (uint64_t)i);
+	}
+	xfer_flows(name, &f[start], n, 1);
+	for (i = start; i < start + n; i++)
+		flow_teardown(name, &f[i]);
+}
+
+/* How many frames @f's messages need at least: 4 KiB each. */
+static uint64_t flow_frames(const struct flow *f)
+{
+	uint64_t frames = 0;
+	int k;
+
+	for (k = 0; k < f->nmsgs; k++)
+		frames += (f->msgs[k].len + 4095) / 4096;
+	return frames;
+}
+
+/* The byte and frame counters of a link. */
+struct link_counts {
+	uint64_t tx, txf, rx;
+};
+
+/* Those of /dev/tb5_@dev's link now; with @since, how much they grew. */
+static struct link_counts link_counts_get(int dev,
+					  const struct link_counts *since)
+{
+	struct link_counts lc;
+
+	lc.tx = tb5k_link_u64(dev, "tx_bytes");
+	lc.txf = tb5k_link_u64(dev, "tx_frames");
+	lc.rx = tb5k_link_u64(dev, "rx_bytes");
+	if (since) {
+		lc.tx -= since->tx;
+		lc.txf -= since->txf;
+		lc.rx -= since->rx;
+	}
+	return lc;
+}
+
+static void phase_mixed(int quick)
+{
+	const char *name = "mixed";
+	struct link_counts c0[4], grew[4];
+	struct flow f[4];
+	int nf = 2 * npairs, i;
+
+	for (i = 0; i < nf; i++) {
+		flow_init(&f[i], i, "mixed");
+		flow_mixed(&f[i], quick, seed + 16 * (uint64_t)i);
+	}
+	for (i = 0; i < nf; i++)
+		c0[i] = link_counts_get(i, NULL);
+	/* Sends first on every flow, then receives, then the other sends. */
+	xfer_flows(name, f, nf, 0);
 	tb5k_pass("mixed-sizes (%d messages per flow, %d flows at once, "
 		  "every byte verified)", f[0].nmsgs, nf);
 
 	/* The counters moved at least by the payload each link carried. */
+	for (i = 0; i < nf; i++)
+		grew[i] = link_counts_get(i, &c0[i]);
 	for (i = 0; i < nf; i++) {
-		uint64_t sent = f[i].sent_bytes, frames = 0;
+		uint64_t sent = f[i].sent_bytes, frames = flow_frames(&f[i]);
 		int s = f[i].sctx, r = f[i].rctx;
-		uint64_t dtx = tb5k_link_u64(s, "tx_bytes") - tx0[s];
-		uint64_t dtxf = tb5k_link_u64(s, "tx_frames") - txf0[s];
-		uint64_t drx = tb5k_link_u64(r, "rx_bytes") - rx0[r];
+		uint64_t dtx = grew[s].tx, dtxf = grew[s].txf, drx = grew[r].rx;
 
-		for (k = 0; k < f[i].nmsgs; k++)
-			frames += (f[i].msgs[k].len + 4095) / 4096;
 		TB5K_CHECK(dtx >= sent && drx >= sent && dtxf >= frames,
 			   "counters", "%s carried %llu payload bytes in >= %llu "
 			   "frames, but tx_bytes grew by %llu, tx_frames by %llu, "
@@ -449,10 +555,8 @@ static void phase_mixed(int quick)
 			   (unsigned long long)drx);
 	}
 	tb5k_pass("counters");
-	for (i = 0; i < nf; i++) {
+	for (i = 0; i < nf; i++)
 		flow_teardown(name, &f[i]);
-		free(f[i].msgs);
-	}
 }
 
 /* -- one big message per flow ------------------------------------------ */
@@ -480,35 +584,11 @@ static void phase_big(uint64_t big)
 		  (unsigned long long)(avail >> 20));
 
 	for (start = 0; start < nf; start += at_once) {
-		size_t first = nex;
 		uint64_t t0 = tb5k_now_ms();
 
-		for (i = start; i < start + at_once; i++) {
-			struct msg *m;
-			int ret;
-
-			flow_init(&f[i], i / 2, i % 2, "big");
-			f[i].nmsgs = 1;
-			f[i].msgs = m = calloc(1, sizeof(*m));
-			m->len = big;
-			m->recv_len = big;
-			m->tag = 7;
-			flow_setup(&f[i], seed + 0x100 + (uint64_t)i);
-			post_recvs(name, &f[i]);
-			/* An outstanding receive keeps its region registered. */
-			ret = tb5k_dereg(&ctx[f[i].rctx], f[i].r_mem);
-			TB5K_CHECK(ret == -EBUSY, name, "TB5_IOC_DEREG_MEM of a "
-				   "region with a posted receive: %s, not EBUSY",
-				   tb5k_errname(ret));
-		}
 		for (i = start; i < start + at_once; i++)
-			post_sends(name, &f[i], 0);
-		reap(name, first, nex);
-		for (i = start; i < start + at_once; i++) {
-			sweep(name, &f[i]);
-			flow_teardown(name, &f[i]);
-			free(f[i].msgs);
-		}
+			flow_init(&f[i], i, "big");
+		big_round(name, f, start, at_once, big);
 		tb5k_note("big: flows %d..%d done in %llu ms", start,
 			  start + at_once - 1,
 			  (unsigned long long)(tb5k_now_ms() - t0));
@@ -540,76 +620,109 @@ static void expect_post_fail(const char *name, struct tb5k_ctx *c,
 		   what, p.posted);
 }
 
-static void phase_errors(void)
+/*
+ * The ends the error checks use: this process sends on @s_ep of ctx[@sc]
+ * and receives on @r_ep of ctx[@rc]. With both ends in one process they
+ * are the two ends of one connection (pair 0: ctx[0] sends, ctx[1]
+ * receives and closes); with one process per end, they are this side's
+ * ends of two connections, both on ctx[0], and the peer process checks
+ * the other halves (its receives of our sends, its sends to ours).
+ */
+struct err_ends {
+	int sc, rc;		/* indexes in ctx[] */
+	uint32_t s_ep, r_ep;
+	uint64_t r_seed;	/* the pattern of the messages we receive */
+	char peer;		/* the peer process's side, or 0: none */
+	size_t len;		/* of each region */
+	uint8_t *sbuf, *rbuf;
+	uint32_t s_mem, r_mem;
+	size_t first;		/* expectations the close reaps from */
+	uint32_t nrecv;		/* receives outstanding when it closes */
+};
+
+/* The send region, filled with pattern @s_seed, and the receive region. */
+static void err_setup(struct err_ends *e, uint64_t s_seed)
 {
-	static const int einval[] = { EINVAL, 0 };
-	static const int range[] = { EINVAL, ERANGE, EOVERFLOW, EFAULT, 0 };
-	static const int badh[] = { EINVAL, EBADF, ENOENT, 0 };
-	static const int toobig[] = { EINVAL, EMSGSIZE, ERANGE, EOVERFLOW, 0 };
-	struct tb5k_ctx *a = &ctx[0], *b = &ctx[1];
-	uint32_t a_ep = conn[0].ep_l, b_ep = conn[0].ep_c;
-	const size_t len = 64 * 1024;
-	uint8_t *abuf = tb5k_alloc(len), *bbuf = tb5k_alloc(len);
-	uint32_t a_mem, b_mem, posted, i, nrecv;
-	struct tb5_post_op ops[TB5_UAPI_POST_MAX + 1];
-	struct tb5_ep_query q;
-	struct tb5_cqe cqe;
+	e->len = 64 * 1024;
+	e->sbuf = tb5k_alloc(e->len);
+	e->rbuf = tb5k_alloc(e->len);
+	tb5k_fill(e->sbuf, e->len, s_seed, 0);
+	memset(e->rbuf, UNTOUCHED, e->len);
+	e->s_mem = tb5k_reg(&ctx[e->sc], e->sbuf, e->len);
+	e->r_mem = tb5k_reg(&ctx[e->rc], e->rbuf, e->len);
+}
+
+/* A receive on our receiving end that must complete with @bytes, @status. */
+static int err_recv(const struct err_ends *e, uint32_t tag, uint64_t off,
+		    uint64_t len, uint64_t bytes, int32_t status)
+{
+	return tb5k_post1(&ctx[e->rc], TB5_OP_RECV, e->r_ep, e->r_mem, tag, off,
+			  len, expect(e->rc, TB5_CQE_RECV, e->r_ep, tag, bytes,
+				      status, NULL, 0));
+}
+
+/* The same for a send on our sending end. */
+static int err_send(const struct err_ends *e, uint32_t tag, uint64_t off,
+		    uint64_t len, uint64_t bytes, int32_t status)
+{
+	return tb5k_post1(&ctx[e->sc], TB5_OP_SEND, e->s_ep, e->s_mem, tag, off,
+			  len, expect(e->sc, TB5_CQE_SEND, e->s_ep, tag, bytes,
+				      status, NULL, 0));
+}
+
+/*
+ * Messages that go wrong and the connection that survives them:
+ * truncation, zero bytes, a batch that stops at its bad operation.
+ */
+static void err_messages(const struct err_ends *e)
+{
+	const size_t len = e->len;
+	struct tb5_post_op ops[3];
+	uint32_t posted, i;
 	size_t first;
 	int ret, batch_err;
 
-	tb5k_fill(abuf, len, seed + 0x200, 0);
-	memset(bbuf, UNTOUCHED, len);
-	a_mem = tb5k_reg(a, abuf, len);
-	b_mem = tb5k_reg(b, bbuf, len);
-
 	/* Truncation: 5000 bytes against a 1000-byte receive. */
 	first = nex;
-	ret = tb5k_post1(b, TB5_OP_RECV, b_ep, b_mem, 77, 0, 1000,
-			 expect(1, TB5_CQE_RECV, b_ep, 77, 0, -EMSGSIZE, NULL, 0));
+	ret = err_recv(e, 77, 0, 1000, 0, -EMSGSIZE);
 	TB5K_CHECK(!ret, "truncation", "post recv: %s", tb5k_errname(ret));
-	ret = tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 77, 0, 5000,
-			 expect(0, TB5_CQE_SEND, a_ep, 77, 0, -EMSGSIZE, NULL, 0));
+	ret = err_send(e, 77, 0, 5000, 0, -EMSGSIZE);
 	TB5K_CHECK(!ret, "truncation", "post send: %s", tb5k_errname(ret));
 	reap("truncation", first, nex);
-	TB5K_CHECK(tb5k_verify_byte(bbuf, len, UNTOUCHED) < 0, "truncation",
+	TB5K_CHECK(tb5k_verify_byte(e->rbuf, len, UNTOUCHED) < 0, "truncation",
 		   "the receive buffer was written");
-	tb5k_pass("truncation (-EMSGSIZE on both sides, buffer untouched)");
+	tb5k_pass("truncation (-EMSGSIZE %s, buffer untouched)",
+		  e->peer ? "for our send and our receive" : "on both sides");
 
 	/* The connection survives a truncation. */
 	first = nex;
-	ret = tb5k_post1(b, TB5_OP_RECV, b_ep, b_mem, 78, 0, 5000,
-			 expect(1, TB5_CQE_RECV, b_ep, 78, 5000, 0, NULL, 0));
+	ret = err_recv(e, 78, 0, 5000, 5000, 0);
 	TB5K_CHECK(!ret, "after-truncation", "post recv: %s", tb5k_errname(ret));
-	ret = tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 78, 0, 5000,
-			 expect(0, TB5_CQE_SEND, a_ep, 78, 5000, 0, NULL, 0));
+	ret = err_send(e, 78, 0, 5000, 5000, 0);
 	TB5K_CHECK(!ret, "after-truncation", "post send: %s", tb5k_errname(ret));
 	reap("after-truncation", first, nex);
-	TB5K_CHECK(tb5k_verify(bbuf, 5000, seed + 0x200, 0) < 0, "after-truncation",
-		   "data differs");
-	TB5K_CHECK(tb5k_verify_byte(bbuf + 5000, len - 5000, UNTOUCHED) < 0,
+	TB5K_CHECK(tb5k_verify(e->rbuf, 5000, e->r_seed, 0) < 0,
+		   "after-truncation", "data differs");
+	TB5K_CHECK(tb5k_verify_byte(e->rbuf + 5000, len - 5000, UNTOUCHED) < 0,
 		   "after-truncation", "bytes past the message were written");
 	tb5k_pass("after-truncation");
 
-	/* Zero bytes, into an empty and a 16-byte receive. */
-	memset(bbuf, UNTOUCHED, len);
+	/* Zero bytes, into a 16-byte and an empty receive. */
+	memset(e->rbuf, UNTOUCHED, len);
 	first = nex;
-	ret = tb5k_post1(b, TB5_OP_RECV, b_ep, b_mem, 79, 100, 16,
-			 expect(1, TB5_CQE_RECV, b_ep, 79, 0, 0, NULL, 0));
+	ret = err_recv(e, 79, 100, 16, 0, 0);
 	TB5K_CHECK(!ret, "zero-byte", "a 16-byte receive: %s", tb5k_errname(ret));
 	/* Zero bytes at the very end of the region is still inside it. */
-	ret = tb5k_post1(b, TB5_OP_RECV, b_ep, b_mem, 80, len, 0,
-			 expect(1, TB5_CQE_RECV, b_ep, 80, 0, 0, NULL, 0));
+	ret = err_recv(e, 80, len, 0, 0, 0);
 	TB5K_CHECK(!ret, "zero-byte", "a zero-byte receive at offset %zu of a "
 		   "%zu-byte region: %s", len, len, tb5k_errname(ret));
-	ret = tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 79, 0, 0,
-			 expect(0, TB5_CQE_SEND, a_ep, 79, 0, 0, NULL, 0));
+	ret = err_send(e, 79, 0, 0, 0, 0);
 	TB5K_CHECK(!ret, "zero-byte", "a zero-byte send: %s", tb5k_errname(ret));
-	ret = tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 80, len, 0,
-			 expect(0, TB5_CQE_SEND, a_ep, 80, 0, 0, NULL, 0));
+	ret = err_send(e, 80, len, 0, 0, 0);
 	TB5K_CHECK(!ret, "zero-byte", "a zero-byte send at the region's end: %s",
 		   tb5k_errname(ret));
 	reap("zero-byte", first, nex);
-	TB5K_CHECK(tb5k_verify_byte(bbuf, len, UNTOUCHED) < 0, "zero-byte",
+	TB5K_CHECK(tb5k_verify_byte(e->rbuf, len, UNTOUCHED) < 0, "zero-byte",
 		   "a zero-byte message wrote into the receive buffer");
 	tb5k_pass("zero-byte");
 
@@ -617,16 +730,17 @@ static void phase_errors(void)
 	memset(ops, 0, sizeof(ops));
 	for (i = 0; i < 3; i++) {
 		ops[i].op = TB5_OP_RECV;
-		ops[i].ep = b_ep;
-		ops[i].mem = b_mem;
+		ops[i].ep = e->r_ep;
+		ops[i].mem = e->r_mem;
 		ops[i].tag = 81 + i;
 		ops[i].len = 100;
 	}
 	ops[1].offset = len - 50;	/* offset + len beyond the region */
 	first = nex;
-	ops[0].user_data = expect(1, TB5_CQE_RECV, b_ep, 81, 100, 0, NULL, 0);
+	ops[0].user_data = expect(e->rc, TB5_CQE_RECV, e->r_ep, 81, 100, 0,
+				  NULL, 0);
 	ops[2].user_data = UD_MAGIC | 0xfffffffffull;	/* must never show */
-	ret = tb5k_post(b, ops, 3, &posted);
+	ret = tb5k_post(&ctx[e->rc], ops, 3, &posted);
 	batch_err = ret;
 	TB5K_CHECK(ret < 0 && posted == 1, "batch-stop", "a batch whose second "
 		   "operation lies outside its region: %s with posted %u, "
@@ -634,115 +748,236 @@ static void phase_errors(void)
 	TB5K_CHECK(ret == -EINVAL || ret == -ERANGE || ret == -EOVERFLOW,
 		   "batch-stop", "the bad operation failed with %s",
 		   tb5k_errname(ret));
-	ret = tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 81, 0, 100,
-			 expect(0, TB5_CQE_SEND, a_ep, 81, 100, 0, NULL, 0));
+	ret = err_send(e, 81, 0, 100, 100, 0);
 	TB5K_CHECK(!ret, "batch-stop", "post send: %s", tb5k_errname(ret));
 	reap("batch-stop", first, nex);
+	TB5K_CHECK(tb5k_verify(e->rbuf, 100, e->r_seed, 0) < 0, "batch-stop",
+		   "the posted receive's data differs");
 	tb5k_pass("batch-stop (%s, posted 1 of 3)", tb5k_errname(batch_err));
+}
 
-	/* Posts that must be refused whole. */
+/*
+ * Posts that must be refused whole: local to the receiving end. The caller
+ * adds its own checks of foreign handles and says PASS.
+ */
+static void err_bad_post(const struct err_ends *e)
+{
+	static const int einval[] = { EINVAL, 0 };
+	static const int range[] = { EINVAL, ERANGE, EOVERFLOW, EFAULT, 0 };
+	static const int badh[] = { EINVAL, EBADF, ENOENT, 0 };
+	static const int toobig[] = { EINVAL, EMSGSIZE, ERANGE, EOVERFLOW, 0 };
+	struct tb5_post_op ops[TB5_UAPI_POST_MAX + 1];
+	struct tb5k_ctx *r = &ctx[e->rc];
+	uint32_t i;
+
 	memset(ops, 0, sizeof(ops));
 	ops[0].op = TB5_OP_RECV;
-	ops[0].ep = b_ep;
-	ops[0].mem = b_mem;
+	ops[0].ep = e->r_ep;
+	ops[0].mem = e->r_mem;
 	ops[0].len = 10;
-	expect_post_fail("bad-post", b, ops, 0, "count 0", einval);
+	expect_post_fail("bad-post", r, ops, 0, "count 0", einval);
 	for (i = 1; i <= TB5_UAPI_POST_MAX; i++)
 		ops[i] = ops[0];
-	expect_post_fail("bad-post", b, ops, TB5_UAPI_POST_MAX + 1, "count 65",
+	expect_post_fail("bad-post", r, ops, TB5_UAPI_POST_MAX + 1, "count 65",
 			 einval);
-	expect_post_fail("bad-post", b, NULL, 1, "a NULL ops pointer",
+	expect_post_fail("bad-post", r, NULL, 1, "a NULL ops pointer",
 			 (const int[]){ EFAULT, 0 });
 	ops[1] = ops[0];
 	ops[1].op = 3;
-	expect_post_fail("bad-post", b, &ops[1], 1, "op 3", einval);
+	expect_post_fail("bad-post", r, &ops[1], 1, "op 3", einval);
 	ops[1] = ops[0];
-	ops[1].mem = b_mem + 1000;
-	expect_post_fail("bad-post", b, &ops[1], 1, "an unknown region", badh);
+	ops[1].mem = e->r_mem + 1000;
+	expect_post_fail("bad-post", r, &ops[1], 1, "an unknown region", badh);
 	ops[1] = ops[0];
-	ops[1].ep = b_ep + 1000;
-	expect_post_fail("bad-post", b, &ops[1], 1, "an unknown endpoint", badh);
+	ops[1].ep = e->r_ep + 1000;
+	expect_post_fail("bad-post", r, &ops[1], 1, "an unknown endpoint", badh);
+	/* The sending end's handles, where another context holds it. */
 	ops[1] = ops[0];
-	ops[1].mem = a_mem;	/* a handle of the other context */
-	ops[1].ep = a_ep;
-	if (a_mem != b_mem || a_ep != b_ep)
-		TB5K_CHECK(ioctl(b->fd, TB5_IOC_POST,
+	ops[1].mem = e->s_mem;
+	ops[1].ep = e->s_ep;
+	if (e->sc != e->rc && (e->s_mem != e->r_mem || e->s_ep != e->r_ep))
+		TB5K_CHECK(ioctl(r->fd, TB5_IOC_POST,
 				 &(struct tb5_post){ (uintptr_t)&ops[1], 1, 0 }) == -1,
 			   "bad-post", "another context's handles were accepted");
 	ops[1] = ops[0];
 	ops[1].offset = ~0ull - 1;
 	ops[1].len = 2;
-	expect_post_fail("bad-post", b, &ops[1], 1, "offset + len wrapping 2^64",
+	expect_post_fail("bad-post", r, &ops[1], 1, "offset + len wrapping 2^64",
 			 range);
 	ops[1] = ops[0];
-	ops[1].offset = len;
+	ops[1].offset = e->len;
 	ops[1].len = 1;
-	expect_post_fail("bad-post", b, &ops[1], 1, "offset at the region's end",
+	expect_post_fail("bad-post", r, &ops[1], 1, "offset at the region's end",
 			 range);
 	ops[1] = ops[0];
 	ops[1].len = TB5_UAPI_MSG_MAX + 1;
-	expect_post_fail("bad-post", b, &ops[1], 1, "len 2^40 + 1", toobig);
-	tb5k_pass("bad-post");
+	expect_post_fail("bad-post", r, &ops[1], 1, "len 2^40 + 1", toobig);
+}
 
-	/* At most TB5_UAPI_EP_OPS_MAX receives outstanding per endpoint. */
-	memset(bbuf, UNTOUCHED, len);
-	first = nex;
-	for (nrecv = 0; nrecv < TB5_UAPI_EP_OPS_MAX + 1; nrecv++) {
-		uint64_t ud = expect(1, TB5_CQE_RECV, b_ep, 200 + nrecv, 0,
-				     -ECANCELED, NULL, 0);
+/*
+ * At most TB5_UAPI_EP_OPS_MAX receives outstanding per endpoint; they stay
+ * until err_close() cancels them. Then a send that the peer never grants,
+ * for the close to fail.
+ */
+static void err_ops_limit(struct err_ends *e)
+{
+	int ret = 0;
 
-		ret = tb5k_post1(b, TB5_OP_RECV, b_ep, b_mem, 200 + nrecv,
-				 nrecv * 64, 64, ud);
+	memset(e->rbuf, UNTOUCHED, e->len);
+	e->first = nex;
+	for (e->nrecv = 0; e->nrecv < TB5_UAPI_EP_OPS_MAX + 1; e->nrecv++) {
+		ret = err_recv(e, 200 + e->nrecv, e->nrecv * 64, 64, 0,
+			       -ECANCELED);
 		if (ret) {
 			nex--;	/* not posted: no completion */
 			break;
 		}
 	}
-	TB5K_CHECK(nrecv == TB5_UAPI_EP_OPS_MAX && ret == -EAGAIN, "ops-limit",
-		   "receive %u was refused with %s; wanted %u accepted, then "
-		   "EAGAIN", nrecv + 1, tb5k_errname(ret), TB5_UAPI_EP_OPS_MAX);
-	tb5k_pass("ops-limit (%u outstanding receives, then EAGAIN)", nrecv);
+	TB5K_CHECK(e->nrecv == TB5_UAPI_EP_OPS_MAX && ret == -EAGAIN,
+		   "ops-limit", "receive %u was refused with %s; wanted %u "
+		   "accepted, then EAGAIN", e->nrecv + 1, tb5k_errname(ret),
+		   TB5_UAPI_EP_OPS_MAX);
+	tb5k_pass("ops-limit (%u outstanding receives, then EAGAIN)", e->nrecv);
 
-	/* A send nobody grants, then close on the receiving side. */
-	ret = tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 999, 0, 100,
-			 expect(0, TB5_CQE_SEND, a_ep, 999, 0, -ECONNRESET, NULL, 0));
+	ret = err_send(e, 999, 0, 100, 0, -ECONNRESET);
 	TB5K_CHECK(!ret, "close", "post send: %s", tb5k_errname(ret));
-	ret = tb5k_ep_close(b, b_ep);
+}
+
+/*
+ * Close our receiving end: its receives complete -ECANCELED. The peer of
+ * our sending end closes too (our receiving end in one process, the peer
+ * process's in two): PEER_CLOSED -ECONNRESET, and the send it never
+ * granted completes -ECONNRESET. Then the regions go.
+ */
+static void err_close(struct err_ends *e)
+{
+	struct tb5k_ctx *s = &ctx[e->sc], *r = &ctx[e->rc];
+	const char *s_name = e->peer ? "our sending endpoint" :
+				       "the peer's endpoint";
+	char closed[32] = "close";
+	struct tb5_ep_query q;
+	struct tb5_cqe cqe;
+	int ret;
+
+	if (e->peer)
+		snprintf(closed, sizeof(closed), "side %c closed its end",
+			 e->peer);
+	ret = tb5k_ep_close(r, e->r_ep);
 	TB5K_CHECK(!ret, "close", "TB5_IOC_EP_CLOSE: %s", tb5k_errname(ret));
-	TB5K_CHECK(tb5k_wait_event(a, a_ep, 0, &cqe, WAIT_MS), "close",
-		   "no event on the peer's endpoint after close");
+	TB5K_CHECK(tb5k_wait_event(s, e->s_ep, 0, &cqe, WAIT_MS), "close",
+		   "no event on %s after %s", s_name, closed);
 	TB5K_CHECK(cqe.event == TB5_EVENT_PEER_CLOSED && cqe.status == -ECONNRESET,
-		   "close", "the peer got %s, wanted PEER_CLOSED -ECONNRESET",
+		   "close", "%s got %s, wanted PEER_CLOSED -ECONNRESET", s_name,
 		   tb5k_cqe_str(&cqe));
-	reap("close", first, nex);
-	TB5K_CHECK(tb5k_verify_byte(bbuf, len, UNTOUCHED) < 0, "close",
+	reap("close", e->first, nex);
+	TB5K_CHECK(tb5k_verify_byte(e->rbuf, e->len, UNTOUCHED) < 0, "close",
 		   "cancelled receives wrote into their buffer");
-	ret = tb5k_ep_query(a, a_ep, &q);
+	ret = tb5k_ep_query(s, e->s_ep, &q);
 	TB5K_CHECK(!ret && q.state == TB5_EP_STATE_PEER_CLOSED, "close",
-		   "EP_QUERY of the peer's endpoint: %s, state %u",
-		   tb5k_errname(ret), q.state);
-	ret = tb5k_post1(a, TB5_OP_SEND, a_ep, a_mem, 1, 0, 1, 1);
+		   "EP_QUERY of %s: %s, state %u", s_name, tb5k_errname(ret),
+		   q.state);
+	ret = tb5k_post1(s, TB5_OP_SEND, e->s_ep, e->s_mem, 1, 0, 1, 1);
 	TB5K_CHECK(ret == -ECONNRESET, "close", "posting on a peer-closed "
 		   "endpoint: %s, not ECONNRESET", tb5k_errname(ret));
-	ret = tb5k_post1(b, TB5_OP_RECV, b_ep, b_mem, 1, 0, 1, 1);
+	ret = tb5k_post1(r, TB5_OP_RECV, e->r_ep, e->r_mem, 1, 0, 1, 1);
 	TB5K_CHECK(ret < 0, "close", "posting on a closed endpoint succeeded");
-	ret = tb5k_ep_close(a, a_ep);
+	ret = tb5k_ep_close(s, e->s_ep);
 	TB5K_CHECK(!ret, "close", "TB5_IOC_EP_CLOSE of the peer-closed "
 		   "endpoint: %s", tb5k_errname(ret));
-	ret = tb5k_ep_close(a, a_ep);
+	ret = tb5k_ep_close(s, e->s_ep);
 	TB5K_CHECK(ret < 0, "close", "a second TB5_IOC_EP_CLOSE succeeded");
-	ret = tb5k_ep_query(a, a_ep, &q);
+	ret = tb5k_ep_query(s, e->s_ep, &q);
 	TB5K_CHECK(ret < 0, "close", "EP_QUERY of a closed handle succeeded");
 	/* Nothing else may turn up: no stray completion of the batch above. */
-	TB5K_CHECK(!tb5k_next(a, &cqe, 200) && !tb5k_next(b, &cqe, 200), "close",
+	TB5K_CHECK(!tb5k_next(s, &cqe, 200) &&
+		   (r == s || !tb5k_next(r, &cqe, 200)), "close",
 		   "an unexpected completion: %s", tb5k_cqe_str(&cqe));
-	tb5k_pass("close (%u receives -ECANCELED, peer PEER_CLOSED -ECONNRESET)",
-		  nrecv);
+	if (e->peer)
+		tb5k_pass("close (%u receives -ECANCELED as we closed; our send "
+			  "-ECONNRESET and PEER_CLOSED as side %c closed)",
+			  e->nrecv, e->peer);
+	else
+		tb5k_pass("close (%u receives -ECANCELED, peer PEER_CLOSED "
+			  "-ECONNRESET)", e->nrecv);
 
-	TB5K_CHECK(!tb5k_dereg(a, a_mem) && !tb5k_dereg(b, b_mem), "close",
+	TB5K_CHECK(!tb5k_dereg(s, e->s_mem) && !tb5k_dereg(r, e->r_mem), "close",
 		   "deregistering after close failed");
-	tb5k_free(abuf, len);
-	tb5k_free(bbuf, len);
+	tb5k_free(e->sbuf, e->len);
+	tb5k_free(e->rbuf, e->len);
+}
+
+/* Pair 0: ctx[0] sends on the accepted end, ctx[1] receives and closes. */
+static void phase_errors(void)
+{
+	struct err_ends e = {
+		.sc = 0, .s_ep = conn[0].ep_l,
+		.rc = 1, .r_ep = conn[0].ep_c,
+		.r_seed = seed + 0x200,
+	};
+
+	err_setup(&e, seed + 0x200);
+	err_messages(&e);
+	err_bad_post(&e);
+	tb5k_pass("bad-post");
+	err_ops_limit(&e);
+	err_close(&e);
+}
+
+/*
+ * Post 4 KiB receives on @ep of the small queue's context until it
+ * refuses: receive i has tag 300 + i and user_data 0x5000 + i. Returns how
+ * many went in.
+ */
+static uint32_t cq_fill(const char *name, struct tb5k_ctx *small, uint32_t ep,
+			uint32_t mem)
+{
+	uint32_t n;
+	int ret = 0;
+
+	for (n = 0; n < TB5_UAPI_CQ_MIN + 1; n++) {
+		ret = tb5k_post1(small, TB5_OP_RECV, ep, mem, 300 + n,
+				 (uint64_t)n * 4096, 4096, 0x5000 + n);
+		if (ret)
+			break;
+	}
+	TB5K_CHECK(ret == -ENOSPC || (n == TB5_UAPI_EP_OPS_MAX && ret == -EAGAIN),
+		   name, "posting receive %u on a %u-entry queue: %s", n + 1,
+		   TB5_UAPI_CQ_MIN, tb5k_errname(ret));
+	tb5k_note("%s: %u receives fit a %u-entry queue, then %s", name, n,
+		  TB5_UAPI_CQ_MIN, tb5k_errname(ret));
+	return n;
+}
+
+/*
+ * The peer filled the @n receives of cq_fill() with 8 bytes each and closed
+ * on top, before anything was reaped: the queue holds them all, in order,
+ * then the PEER_CLOSED. Closing @ep and @listener makes room again.
+ */
+static void cq_reap(const char *name, struct tb5k_ctx *small, uint32_t ep,
+		    uint32_t listener, uint32_t n)
+{
+	struct tb5_cqe cqe;
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		TB5K_CHECK(tb5k_next(small, &cqe, WAIT_MS), name,
+			   "receive %u did not complete", i);
+		TB5K_CHECK(cqe.op == TB5_CQE_RECV && !cqe.status &&
+			   cqe.user_data == 0x5000 + i && cqe.bytes == 8 &&
+			   cqe.tag == 300 + i && cqe.ep == ep, name,
+			   "completion %u: %s", i, tb5k_cqe_str(&cqe));
+	}
+	TB5K_CHECK(tb5k_next(small, &cqe, WAIT_MS), name,
+		   "no PEER_CLOSED on the small queue's endpoint");
+	TB5K_CHECK(cqe.op == TB5_CQE_EVENT && cqe.event == TB5_EVENT_PEER_CLOSED &&
+		   cqe.ep == ep, name, "after the receives came %s, not "
+		   "PEER_CLOSED", tb5k_cqe_str(&cqe));
+	/* After reaping, there is room again (for a new connection). */
+	ret = tb5k_ep_close(small, ep);
+	TB5K_CHECK(!ret, name, "closing the endpoint: %s", tb5k_errname(ret));
+	ret = tb5k_ep_close(small, listener);
+	TB5K_CHECK(!ret, name, "closing the listener: %s", tb5k_errname(ret));
 }
 
 /*
@@ -759,23 +994,13 @@ static void phase_cq_full(void)
 	uint8_t *sbuf = tb5k_alloc(len), *abuf = tb5k_alloc(len);
 	uint32_t s_mem, a_mem, n, i;
 	struct tb5_cqe cqe;
-	int ret = 0;
+	int ret;
 
 	tb5k_open(&small, 1, TB5_UAPI_CQ_MIN);
 	tb5k_connect(name, &small, a, 0xc0f11, &cn);
 	s_mem = tb5k_reg(&small, sbuf, len);
 	a_mem = tb5k_reg(a, abuf, len);
-	for (n = 0; n < TB5_UAPI_CQ_MIN + 1; n++) {
-		ret = tb5k_post1(&small, TB5_OP_RECV, cn.ep_l, s_mem, 300 + n,
-				 n * 4096, 4096, 0x5000 + n);
-		if (ret)
-			break;
-	}
-	TB5K_CHECK(ret == -ENOSPC || (n == TB5_UAPI_EP_OPS_MAX && ret == -EAGAIN),
-		   name, "posting receive %u on a %u-entry queue: %s", n + 1,
-		   TB5_UAPI_CQ_MIN, tb5k_errname(ret));
-	tb5k_note("%s: %u receives fit a %u-entry queue, then %s", name, n,
-		  TB5_UAPI_CQ_MIN, tb5k_errname(ret));
+	n = cq_fill(name, &small, cn.ep_l, s_mem);
 	/* Complete them all; closing the peer adds events on top. */
 	for (i = 0; i < n; i++) {
 		ret = tb5k_post1(a, TB5_OP_SEND, cn.ep_c, a_mem, 300 + i, 0, 8,
@@ -791,23 +1016,7 @@ static void phase_cq_full(void)
 	usleep(300000);
 	tb5k_ep_close(a, cn.ep_c);
 	usleep(300000);
-	for (i = 0; i < n; i++) {
-		TB5K_CHECK(tb5k_next(&small, &cqe, WAIT_MS), name,
-			   "receive %u did not complete", i);
-		TB5K_CHECK(cqe.op == TB5_CQE_RECV && !cqe.status &&
-			   cqe.user_data == 0x5000 + i && cqe.bytes == 8, name,
-			   "completion %u: %s", i, tb5k_cqe_str(&cqe));
-	}
-	TB5K_CHECK(tb5k_next(&small, &cqe, WAIT_MS), name,
-		   "no PEER_CLOSED on the small queue's endpoint");
-	TB5K_CHECK(cqe.op == TB5_CQE_EVENT && cqe.event == TB5_EVENT_PEER_CLOSED,
-		   name, "after the receives came %s, not PEER_CLOSED",
-		   tb5k_cqe_str(&cqe));
-	/* After reaping, there is room again (for a new connection). */
-	ret = tb5k_ep_close(&small, cn.ep_l);
-	TB5K_CHECK(!ret, name, "closing the endpoint: %s", tb5k_errname(ret));
-	ret = tb5k_ep_close(&small, cn.listener);
-	TB5K_CHECK(!ret, name, "closing the listener: %s", tb5k_errname(ret));
+	cq_reap(name, &small, cn.ep_l, cn.listener, n);
 	tb5k_connect(name, &small, a, 0xc0f12, &cn);
 	ret = tb5k_post1(&small, TB5_OP_RECV, cn.ep_l, s_mem, 1, 0, 8, 0x7000);
 	TB5K_CHECK(!ret, name, "posting after reaping: %s", tb5k_errname(ret));
@@ -829,11 +1038,35 @@ static void phase_cq_full(void)
 #define HANDLE_ITERS	300
 #define HANDLE_SERVICE	0x4a4d000ull
 
+/* TB5_IOC_LISTEN on @c; the cookie (0 for a well-known one) in *@cookie. */
+static uint32_t listen_on(const char *name, struct tb5k_ctx *c,
+			  uint64_t service, uint32_t flags, uint64_t *cookie)
+{
+	struct tb5_listen li;
+
+	memset(&li, 0, sizeof(li));
+	li.service = service;
+	li.flags = flags;
+	TB5K_CHECK(!ioctl(c->fd, TB5_IOC_LISTEN, &li), name,
+		   "TB5_IOC_LISTEN(0x%llx, flags 0x%x) on /dev/tb5_%d: %s",
+		   (unsigned long long)service, flags, c->index,
+		   tb5k_errname(errno));
+	if (flags & TB5_LISTEN_WELL_KNOWN)
+		TB5K_CHECK(li.cookie == 0, name, "a well-known listener got "
+			   "cookie 0x%llx", (unsigned long long)li.cookie);
+	else
+		TB5K_CHECK(li.cookie != 0, name, "a listener got cookie 0");
+	if (cookie)
+		*cookie = li.cookie;
+	return li.ep;
+}
+
 struct acceptor {
 	struct tb5k_ctx *l;
 	uint32_t listener;
 	volatile int stop;
 	int err;		/* an errno other than EAGAIN */
+	pthread_t th;
 };
 
 /* Accept as fast as it can, so the ACCEPT races the connector's ioctl. */
@@ -863,36 +1096,59 @@ static void *acceptor_main(void *arg)
 	return NULL;
 }
 
-/* Connect to @service and check the endpoint's first event. */
-static void connect_first_event(const char *name, struct tb5k_ctx *c,
-				uint64_t service, int it, uint16_t want_event,
-				int32_t want_status)
+/* A thread that accepts on a well-known listener of @l for @service. */
+static void acceptor_start(const char *name, struct acceptor *a,
+			   struct tb5k_ctx *l, uint64_t service)
+{
+	memset(a, 0, sizeof(*a));
+	a->l = l;
+	a->listener = listen_on(name, l, service, TB5_LISTEN_WELL_KNOWN, NULL);
+	TB5K_CHECK(!pthread_create(&a->th, NULL, acceptor_main, a), name,
+		   "pthread_create failed");
+}
+
+static void acceptor_stop(const char *name, struct acceptor *a)
+{
+	a->stop = 1;
+	pthread_join(a->th, NULL);
+	TB5K_CHECK(!a->err, name, "TB5_IOC_ACCEPT: %s", tb5k_errname(a->err));
+}
+
+/*
+ * Connect to @service HANDLE_ITERS times, one endpoint at a time, and check
+ * each endpoint's first event.
+ */
+static void connect_first_events(const char *name, struct tb5k_ctx *c,
+				 uint64_t service, uint16_t want_event,
+				 int32_t want_status)
 {
 	struct tb5_connect cn;
 	struct tb5_cqe cqe;
-	int ret;
+	int it, ret;
 
-	memset(&cn, 0, sizeof(cn));
-	cn.service = service;
-	TB5K_CHECK(!ioctl(c->fd, TB5_IOC_CONNECT, &cn), name,
-		   "TB5_IOC_CONNECT %d: %s", it, tb5k_errname(errno));
-	/* Nothing else is open on @c: the next entry is this endpoint's. */
-	TB5K_CHECK(tb5k_next(c, &cqe, WAIT_MS), name,
-		   "connect %d (endpoint %u): no event", it, cn.ep);
-	TB5K_CHECK(cqe.op == TB5_CQE_EVENT && cqe.ep == cn.ep, name,
-		   "connect %d: the first entry is %s, not an event of endpoint "
-		   "%u (an event raised before TB5_IOC_CONNECT returned "
-		   "without the endpoint's handle?)", it, tb5k_cqe_str(&cqe),
-		   cn.ep);
-	TB5K_CHECK(cqe.event == want_event && cqe.status == want_status, name,
-		   "connect %d: %s", it, tb5k_cqe_str(&cqe));
-	ret = tb5k_ep_close(c, cn.ep);
-	TB5K_CHECK(!ret, name, "closing endpoint %u: %s", cn.ep,
-		   tb5k_errname(ret));
-	/* A PEER_CLOSED may follow the CONNECTED: drop it with the endpoint. */
-	while (tb5k_next(c, &cqe, 0))
-		TB5K_CHECK(cqe.ep == cn.ep, name, "connect %d: a stray %s", it,
-			   tb5k_cqe_str(&cqe));
+	for (it = 0; it < HANDLE_ITERS; it++) {
+		memset(&cn, 0, sizeof(cn));
+		cn.service = service;
+		TB5K_CHECK(!ioctl(c->fd, TB5_IOC_CONNECT, &cn), name,
+			   "TB5_IOC_CONNECT %d: %s", it, tb5k_errname(errno));
+		/* Nothing else is open on @c: the next entry is this one's. */
+		TB5K_CHECK(tb5k_next(c, &cqe, WAIT_MS), name,
+			   "connect %d (endpoint %u): no event", it, cn.ep);
+		TB5K_CHECK(cqe.op == TB5_CQE_EVENT && cqe.ep == cn.ep, name,
+			   "connect %d: the first entry is %s, not an event of "
+			   "endpoint %u (an event raised before TB5_IOC_CONNECT "
+			   "returned without the endpoint's handle?)", it,
+			   tb5k_cqe_str(&cqe), cn.ep);
+		TB5K_CHECK(cqe.event == want_event && cqe.status == want_status,
+			   name, "connect %d: %s", it, tb5k_cqe_str(&cqe));
+		ret = tb5k_ep_close(c, cn.ep);
+		TB5K_CHECK(!ret, name, "closing endpoint %u: %s", cn.ep,
+			   tb5k_errname(ret));
+		/* A PEER_CLOSED may follow the CONNECTED: it goes with it. */
+		while (tb5k_next(c, &cqe, 0))
+			TB5K_CHECK(cqe.ep == cn.ep, name, "connect %d: a stray %s",
+				   it, tb5k_cqe_str(&cqe));
+	}
 }
 
 static void phase_handles(void)
@@ -900,37 +1156,21 @@ static void phase_handles(void)
 	const char *name = "handles";
 	struct tb5k_ctx l, c;
 	struct acceptor a;
-	struct tb5_listen li;
-	pthread_t th;
-	int i;
 
 	tb5k_open(&l, 0, CQ_ENTRIES);
 	tb5k_open(&c, 1, CQ_ENTRIES);
 
 	/* Refused at once: the REJECT comes back on the loop's worker. */
-	for (i = 0; i < HANDLE_ITERS; i++)
-		connect_first_event(name, &c, HANDLE_SERVICE, i,
-				    TB5_EVENT_ERROR, -ECONNREFUSED);
+	connect_first_events(name, &c, HANDLE_SERVICE, TB5_EVENT_ERROR,
+			     -ECONNREFUSED);
 	tb5k_pass("%s.refused (%d connects, each ERROR names its endpoint)",
 		  name, HANDLE_ITERS);
 
 	/* Accepted at once: the ACCEPT races the connector's ioctl. */
-	memset(&li, 0, sizeof(li));
-	li.service = HANDLE_SERVICE + 1;
-	li.flags = TB5_LISTEN_WELL_KNOWN;
-	TB5K_CHECK(!ioctl(l.fd, TB5_IOC_LISTEN, &li), name, "TB5_IOC_LISTEN: %s",
-		   tb5k_errname(errno));
-	memset(&a, 0, sizeof(a));
-	a.l = &l;
-	a.listener = li.ep;
-	TB5K_CHECK(!pthread_create(&th, NULL, acceptor_main, &a), name,
-		   "pthread_create failed");
-	for (i = 0; i < HANDLE_ITERS; i++)
-		connect_first_event(name, &c, li.service, i,
-				    TB5_EVENT_CONNECTED, 0);
-	a.stop = 1;
-	pthread_join(th, NULL);
-	TB5K_CHECK(!a.err, name, "TB5_IOC_ACCEPT: %s", tb5k_errname(a.err));
+	acceptor_start(name, &a, &l, HANDLE_SERVICE + 1);
+	connect_first_events(name, &c, HANDLE_SERVICE + 1, TB5_EVENT_CONNECTED,
+			     0);
+	acceptor_stop(name, &a);
 	tb5k_pass("%s.accepted (%d connects, each CONNECTED names its endpoint)",
 		  name, HANDLE_ITERS);
 
@@ -1079,29 +1319,6 @@ static void barrier(const char *name, const uint64_t *vals, uint32_t n,
 	if (peer_vals && n)
 		memcpy(peer_vals, in->vals, n * sizeof(*peer_vals));
 	s2.step++;
-}
-
-/* TB5_IOC_LISTEN on @c; the cookie (0 for a well-known one) in *@cookie. */
-static uint32_t listen_on(const char *name, struct tb5k_ctx *c,
-			  uint64_t service, uint32_t flags, uint64_t *cookie)
-{
-	struct tb5_listen li;
-
-	memset(&li, 0, sizeof(li));
-	li.service = service;
-	li.flags = flags;
-	TB5K_CHECK(!ioctl(c->fd, TB5_IOC_LISTEN, &li), name,
-		   "TB5_IOC_LISTEN(0x%llx, flags 0x%x) on /dev/tb5_%d: %s",
-		   (unsigned long long)service, flags, c->index,
-		   tb5k_errname(errno));
-	if (flags & TB5_LISTEN_WELL_KNOWN)
-		TB5K_CHECK(li.cookie == 0, name, "a well-known listener got "
-			   "cookie 0x%llx", (unsigned long long)li.cookie);
-	else
-		TB5K_CHECK(li.cookie != 0, name, "a listener got cookie 0");
-	if (cookie)
-		*cookie = li.cookie;
-	return li.ep;
 }
 
 /* TB5_IOC_CONNECT on @c: the endpoint, or -errno. */
@@ -1348,95 +1565,42 @@ static void flow_init2(struct flow *f, int dir, const char *what)
 		 side_ch(!dir));
 }
 
-/* flow_setup() for this side's half only: the layout is the same. */
-static void flow_setup2(struct flow *f, uint64_t flow_seed)
-{
-	int i;
-
-	flow_layout(f, flow_seed);
-	if (f->sctx >= 0) {
-		f->sbuf = tb5k_alloc(f->len);
-		memset(f->sbuf, 0x11, f->len);
-		for (i = 0; i < f->nmsgs; i++)
-			tb5k_fill(f->sbuf + f->msgs[i].off, f->msgs[i].len,
-				  f->msgs[i].seed, 0);
-		f->s_mem = tb5k_reg(&ctx[0], f->sbuf, f->len);
-	}
-	if (f->rctx >= 0) {
-		f->rbuf = tb5k_alloc(f->len);
-		memset(f->rbuf, UNTOUCHED, f->len);
-		f->r_mem = tb5k_reg(&ctx[0], f->rbuf, f->len);
-	}
-}
-
-static void flow_teardown2(const char *name, struct flow *f)
-{
-	uint32_t mem = f->sctx >= 0 ? f->s_mem : f->r_mem;
-	int ret;
-
-	ret = tb5k_dereg(&ctx[0], mem);
-	TB5K_CHECK(!ret, name, "TB5_IOC_DEREG_MEM of %s's %s region: %s",
-		   f->name, f->sctx >= 0 ? "send" : "receive", tb5k_errname(ret));
-	ret = tb5k_dereg(&ctx[0], mem);
-	TB5K_CHECK(ret < 0, name, "a second TB5_IOC_DEREG_MEM of the same "
-		   "handle succeeded");
-	tb5k_free(f->sbuf, f->len);
-	tb5k_free(f->rbuf, f->len);
-	f->sbuf = f->rbuf = NULL;
-}
-
 static void phase2_mixed(int quick)
 {
 	const char *name = "mixed";
 	int dev = ctx[0].index, d, k, out = s2.me, in = !s2.me;
-	uint64_t tx0, txf0, rx0, dtx, dtxf, drx, frames = 0, got = 0;
+	struct link_counts c0, grew;
+	uint64_t frames, got = 0;
 	struct flow f[2];
-	size_t first;
 
 	for (d = 0; d < 2; d++) {
 		flow_init2(&f[d], d, "mixed");
-		f[d].nmsgs = quick ? 6 : NMIXED;
-		f[d].msgs = calloc((size_t)NMIXED, sizeof(struct msg));
-		TB5K_CHECK(f[d].msgs, name, "out of memory");
-		memcpy(f[d].msgs, mixed, sizeof(mixed));
 		/* The seeds of the one-process mode's pair 0. */
-		flow_setup2(&f[d], seed + 16 * (uint64_t)d);
+		flow_mixed(&f[d], quick, seed + 16 * (uint64_t)d);
 	}
-	tx0 = tb5k_link_u64(dev, "tx_bytes");
-	txf0 = tb5k_link_u64(dev, "tx_frames");
-	rx0 = tb5k_link_u64(dev, "rx_bytes");
+	c0 = link_counts_get(dev, NULL);
 	/* Counters read: the peer's messages may come now. */
 	barrier("mixed", NULL, 0, NULL);
-	first = nex;
-	post_sends(name, &f[out], 1);
-	post_recvs(name, &f[in]);
-	post_sends(name, &f[out], 0);
-	reap(name, first, nex);
-	sweep(name, &f[in]);
+	xfer_flows(name, f, 2, 0);
 	tb5k_pass("mixed-sizes (%d messages each way, both directions at once, "
 		  "every byte verified)", f[out].nmsgs);
 
 	/* This end's counters moved at least by what it sent and received. */
-	dtx = tb5k_link_u64(dev, "tx_bytes") - tx0;
-	dtxf = tb5k_link_u64(dev, "tx_frames") - txf0;
-	drx = tb5k_link_u64(dev, "rx_bytes") - rx0;
-	for (k = 0; k < f[out].nmsgs; k++)
-		frames += (f[out].msgs[k].len + 4095) / 4096;
+	grew = link_counts_get(dev, &c0);
+	frames = flow_frames(&f[out]);
 	for (k = 0; k < f[in].nmsgs; k++)
 		got += f[in].msgs[k].len;
-	TB5K_CHECK(dtx >= f[out].sent_bytes && dtxf >= frames && drx >= got,
-		   "counters", "tb5_%d sent %llu payload bytes in >= %llu frames "
-		   "and received %llu, but tx_bytes grew by %llu, tx_frames by "
-		   "%llu, rx_bytes by %llu", dev,
+	TB5K_CHECK(grew.tx >= f[out].sent_bytes && grew.txf >= frames &&
+		   grew.rx >= got, "counters", "tb5_%d sent %llu payload bytes "
+		   "in >= %llu frames and received %llu, but tx_bytes grew by "
+		   "%llu, tx_frames by %llu, rx_bytes by %llu", dev,
 		   (unsigned long long)f[out].sent_bytes,
 		   (unsigned long long)frames, (unsigned long long)got,
-		   (unsigned long long)dtx, (unsigned long long)dtxf,
-		   (unsigned long long)drx);
+		   (unsigned long long)grew.tx, (unsigned long long)grew.txf,
+		   (unsigned long long)grew.rx);
 	tb5k_pass("counters");
-	for (d = 0; d < 2; d++) {
-		flow_teardown2(name, &f[d]);
-		free(f[d].msgs);
-	}
+	for (d = 0; d < 2; d++)
+		flow_teardown(name, &f[d]);
 }
 
 static void phase2_big(uint64_t big)
@@ -1466,39 +1630,11 @@ static void phase2_big(uint64_t big)
 		  (unsigned long long)(avail >> 20));
 
 	for (start = 0; start < 2; start += at_once) {
-		size_t first = nex;
 		uint64_t t0 = tb5k_now_ms();
 
-		for (d = start; d < start + at_once; d++) {
-			struct msg *m;
-			int ret;
-
-			flow_init2(&f[d], d, "big");
-			f[d].nmsgs = 1;
-			f[d].msgs = m = calloc(1, sizeof(*m));
-			TB5K_CHECK(m, name, "out of memory");
-			m->len = big;
-			m->recv_len = big;
-			m->tag = 7;
-			flow_setup2(&f[d], seed + 0x100 + (uint64_t)d);
-			if (f[d].rctx < 0)
-				continue;
-			post_recvs(name, &f[d]);
-			ret = tb5k_dereg(&ctx[0], f[d].r_mem);
-			TB5K_CHECK(ret == -EBUSY, name, "TB5_IOC_DEREG_MEM of a "
-				   "region with a posted receive: %s, not EBUSY",
-				   tb5k_errname(ret));
-		}
 		for (d = start; d < start + at_once; d++)
-			if (f[d].sctx >= 0)
-				post_sends(name, &f[d], 0);
-		reap(name, first, nex);
-		for (d = start; d < start + at_once; d++) {
-			if (f[d].rctx >= 0)
-				sweep(name, &f[d]);
-			flow_teardown2(name, &f[d]);
-			free(f[d].msgs);
-		}
+			flow_init2(&f[d], d, "big");
+		big_round(name, f, start, at_once, big);
 		tb5k_note("big: %s done in %llu ms", at_once == 2 ? "both flows" :
 			  f[start].name, (unsigned long long)(tb5k_now_ms() - t0));
 	}
@@ -1572,217 +1708,29 @@ static void foreign_handles(const char *name, uint32_t ep, uint32_t mem,
  */
 static void phase2_errors(void)
 {
-	static const int einval[] = { EINVAL, 0 };
-	static const int range[] = { EINVAL, ERANGE, EOVERFLOW, EFAULT, 0 };
-	static const int badh[] = { EINVAL, EBADF, ENOENT, 0 };
-	static const int toobig[] = { EINVAL, EMSGSIZE, ERANGE, EOVERFLOW, 0 };
-	struct tb5k_ctx *c = &ctx[0];
 	/* We send on s_ep (the peer closes it); we receive on r_ep and close. */
-	uint32_t s_ep = s2.ep[s2.me ? CN_ERR_B : CN_ERR_A];
-	uint32_t r_ep = s2.ep[s2.me ? CN_ERR_A : CN_ERR_B];
-	uint64_t r_seed = seed + 0x200 + (uint64_t)!s2.me;
-	const size_t len = 64 * 1024;
-	uint8_t *sbuf = tb5k_alloc(len), *rbuf = tb5k_alloc(len);
-	uint32_t s_mem, r_mem, posted, i, nrecv, mems[3];
-	struct tb5_post_op ops[TB5_UAPI_POST_MAX + 1];
-	struct tb5_ep_query q;
-	struct tb5_cqe cqe;
-	size_t first;
-	int ret, batch_err;
+	struct err_ends e = {
+		.sc = 0, .s_ep = s2.ep[s2.me ? CN_ERR_B : CN_ERR_A],
+		.rc = 0, .r_ep = s2.ep[s2.me ? CN_ERR_A : CN_ERR_B],
+		.r_seed = seed + 0x200 + (uint64_t)!s2.me,
+		.peer = side_ch(!s2.me),
+	};
+	uint32_t mems[3];
 
-	tb5k_fill(sbuf, len, seed + 0x200 + (uint64_t)s2.me, 0);
-	memset(rbuf, UNTOUCHED, len);
-	s_mem = tb5k_reg(c, sbuf, len);
-	r_mem = tb5k_reg(c, rbuf, len);
+	err_setup(&e, seed + 0x200 + (uint64_t)s2.me);
 	barrier("errors", NULL, 0, NULL);
-
-	/* Truncation: 5000 bytes against a 1000-byte receive, both ways. */
-	first = nex;
-	ret = tb5k_post1(c, TB5_OP_RECV, r_ep, r_mem, 77, 0, 1000,
-			 expect(0, TB5_CQE_RECV, r_ep, 77, 0, -EMSGSIZE, NULL, 0));
-	TB5K_CHECK(!ret, "truncation", "post recv: %s", tb5k_errname(ret));
-	ret = tb5k_post1(c, TB5_OP_SEND, s_ep, s_mem, 77, 0, 5000,
-			 expect(0, TB5_CQE_SEND, s_ep, 77, 0, -EMSGSIZE, NULL, 0));
-	TB5K_CHECK(!ret, "truncation", "post send: %s", tb5k_errname(ret));
-	reap("truncation", first, nex);
-	TB5K_CHECK(tb5k_verify_byte(rbuf, len, UNTOUCHED) < 0, "truncation",
-		   "the receive buffer was written");
-	tb5k_pass("truncation (-EMSGSIZE for our send and our receive, buffer "
-		  "untouched)");
-
-	/* The connections survive a truncation. */
-	first = nex;
-	ret = tb5k_post1(c, TB5_OP_RECV, r_ep, r_mem, 78, 0, 5000,
-			 expect(0, TB5_CQE_RECV, r_ep, 78, 5000, 0, NULL, 0));
-	TB5K_CHECK(!ret, "after-truncation", "post recv: %s", tb5k_errname(ret));
-	ret = tb5k_post1(c, TB5_OP_SEND, s_ep, s_mem, 78, 0, 5000,
-			 expect(0, TB5_CQE_SEND, s_ep, 78, 5000, 0, NULL, 0));
-	TB5K_CHECK(!ret, "after-truncation", "post send: %s", tb5k_errname(ret));
-	reap("after-truncation", first, nex);
-	TB5K_CHECK(tb5k_verify(rbuf, 5000, r_seed, 0) < 0, "after-truncation",
-		   "data differs");
-	TB5K_CHECK(tb5k_verify_byte(rbuf + 5000, len - 5000, UNTOUCHED) < 0,
-		   "after-truncation", "bytes past the message were written");
-	tb5k_pass("after-truncation");
-
-	/* Zero bytes, into a 16-byte and an empty receive at the region's end. */
-	memset(rbuf, UNTOUCHED, len);
-	first = nex;
-	ret = tb5k_post1(c, TB5_OP_RECV, r_ep, r_mem, 79, 100, 16,
-			 expect(0, TB5_CQE_RECV, r_ep, 79, 0, 0, NULL, 0));
-	TB5K_CHECK(!ret, "zero-byte", "a 16-byte receive: %s", tb5k_errname(ret));
-	ret = tb5k_post1(c, TB5_OP_RECV, r_ep, r_mem, 80, len, 0,
-			 expect(0, TB5_CQE_RECV, r_ep, 80, 0, 0, NULL, 0));
-	TB5K_CHECK(!ret, "zero-byte", "a zero-byte receive at offset %zu of a "
-		   "%zu-byte region: %s", len, len, tb5k_errname(ret));
-	ret = tb5k_post1(c, TB5_OP_SEND, s_ep, s_mem, 79, 0, 0,
-			 expect(0, TB5_CQE_SEND, s_ep, 79, 0, 0, NULL, 0));
-	TB5K_CHECK(!ret, "zero-byte", "a zero-byte send: %s", tb5k_errname(ret));
-	ret = tb5k_post1(c, TB5_OP_SEND, s_ep, s_mem, 80, len, 0,
-			 expect(0, TB5_CQE_SEND, s_ep, 80, 0, 0, NULL, 0));
-	TB5K_CHECK(!ret, "zero-byte", "a zero-byte send at the region's end: %s",
-		   tb5k_errname(ret));
-	reap("zero-byte", first, nex);
-	TB5K_CHECK(tb5k_verify_byte(rbuf, len, UNTOUCHED) < 0, "zero-byte",
-		   "a zero-byte message wrote into the receive buffer");
-	tb5k_pass("zero-byte");
-
-	/* A batch stops at its first bad operation; the ones before it stay. */
-	memset(ops, 0, sizeof(ops));
-	for (i = 0; i < 3; i++) {
-		ops[i].op = TB5_OP_RECV;
-		ops[i].ep = r_ep;
-		ops[i].mem = r_mem;
-		ops[i].tag = 81 + i;
-		ops[i].len = 100;
-	}
-	ops[1].offset = len - 50;	/* offset + len beyond the region */
-	first = nex;
-	ops[0].user_data = expect(0, TB5_CQE_RECV, r_ep, 81, 100, 0, NULL, 0);
-	ops[2].user_data = UD_MAGIC | 0xfffffffffull;	/* must never show */
-	ret = tb5k_post(c, ops, 3, &posted);
-	batch_err = ret;
-	TB5K_CHECK(ret < 0 && posted == 1, "batch-stop", "a batch whose second "
-		   "operation lies outside its region: %s with posted %u, "
-		   "wanted an error with posted 1", tb5k_errname(ret), posted);
-	TB5K_CHECK(ret == -EINVAL || ret == -ERANGE || ret == -EOVERFLOW,
-		   "batch-stop", "the bad operation failed with %s",
-		   tb5k_errname(ret));
-	ret = tb5k_post1(c, TB5_OP_SEND, s_ep, s_mem, 81, 0, 100,
-			 expect(0, TB5_CQE_SEND, s_ep, 81, 100, 0, NULL, 0));
-	TB5K_CHECK(!ret, "batch-stop", "post send: %s", tb5k_errname(ret));
-	reap("batch-stop", first, nex);
-	TB5K_CHECK(tb5k_verify(rbuf, 100, r_seed, 0) < 0, "batch-stop",
-		   "the posted receive's data differs");
-	tb5k_pass("batch-stop (%s, posted 1 of 3)", tb5k_errname(batch_err));
-
-	/* Posts that must be refused whole: local to this end. */
-	memset(ops, 0, sizeof(ops));
-	ops[0].op = TB5_OP_RECV;
-	ops[0].ep = r_ep;
-	ops[0].mem = r_mem;
-	ops[0].len = 10;
-	expect_post_fail("bad-post", c, ops, 0, "count 0", einval);
-	for (i = 1; i <= TB5_UAPI_POST_MAX; i++)
-		ops[i] = ops[0];
-	expect_post_fail("bad-post", c, ops, TB5_UAPI_POST_MAX + 1, "count 65",
-			 einval);
-	expect_post_fail("bad-post", c, NULL, 1, "a NULL ops pointer",
-			 (const int[]){ EFAULT, 0 });
-	ops[1] = ops[0];
-	ops[1].op = 3;
-	expect_post_fail("bad-post", c, &ops[1], 1, "op 3", einval);
-	ops[1] = ops[0];
-	ops[1].mem = r_mem + 1000;
-	expect_post_fail("bad-post", c, &ops[1], 1, "an unknown region", badh);
-	ops[1] = ops[0];
-	ops[1].ep = r_ep + 1000;
-	expect_post_fail("bad-post", c, &ops[1], 1, "an unknown endpoint", badh);
-	ops[1] = ops[0];
-	ops[1].offset = ~0ull - 1;
-	ops[1].len = 2;
-	expect_post_fail("bad-post", c, &ops[1], 1, "offset + len wrapping 2^64",
-			 range);
-	ops[1] = ops[0];
-	ops[1].offset = len;
-	ops[1].len = 1;
-	expect_post_fail("bad-post", c, &ops[1], 1, "offset at the region's end",
-			 range);
-	ops[1] = ops[0];
-	ops[1].len = TB5_UAPI_MSG_MAX + 1;
-	expect_post_fail("bad-post", c, &ops[1], 1, "len 2^40 + 1", toobig);
+	err_messages(&e);
+	err_bad_post(&e);
 	mems[0] = s2.ctl_mem;
-	mems[1] = s_mem;
-	mems[2] = r_mem;
-	foreign_handles("bad-post", r_ep, r_mem, mems, 3);
+	mems[1] = e.s_mem;
+	mems[2] = e.r_mem;
+	foreign_handles("bad-post", e.r_ep, e.r_mem, mems, 3);
 	tb5k_pass("bad-post");
-
-	/* At most TB5_UAPI_EP_OPS_MAX receives outstanding per endpoint. */
-	memset(rbuf, UNTOUCHED, len);
-	first = nex;
-	for (nrecv = 0; nrecv < TB5_UAPI_EP_OPS_MAX + 1; nrecv++) {
-		uint64_t ud = expect(0, TB5_CQE_RECV, r_ep, 200 + nrecv, 0,
-				     -ECANCELED, NULL, 0);
-
-		ret = tb5k_post1(c, TB5_OP_RECV, r_ep, r_mem, 200 + nrecv,
-				 nrecv * 64, 64, ud);
-		if (ret) {
-			nex--;	/* not posted: no completion */
-			break;
-		}
-	}
-	TB5K_CHECK(nrecv == TB5_UAPI_EP_OPS_MAX && ret == -EAGAIN, "ops-limit",
-		   "receive %u was refused with %s; wanted %u accepted, then "
-		   "EAGAIN", nrecv + 1, tb5k_errname(ret), TB5_UAPI_EP_OPS_MAX);
-	tb5k_pass("ops-limit (%u outstanding receives, then EAGAIN)", nrecv);
-
-	/*
-	 * A send the peer never grants; once both sides have posted theirs,
-	 * each closes the endpoint it receives on.
-	 */
-	ret = tb5k_post1(c, TB5_OP_SEND, s_ep, s_mem, 999, 0, 100,
-			 expect(0, TB5_CQE_SEND, s_ep, 999, 0, -ECONNRESET, NULL, 0));
-	TB5K_CHECK(!ret, "close", "post send: %s", tb5k_errname(ret));
+	err_ops_limit(&e);
+	/* Once both sides have posted their ungranted send, each closes. */
 	barrier("errors.close", NULL, 0, NULL);
-	ret = tb5k_ep_close(c, r_ep);
-	TB5K_CHECK(!ret, "close", "TB5_IOC_EP_CLOSE: %s", tb5k_errname(ret));
-	TB5K_CHECK(tb5k_wait_event(c, s_ep, 0, &cqe, WAIT_MS), "close",
-		   "no event on our sending endpoint after side %c closed its "
-		   "end", side_ch(!s2.me));
-	TB5K_CHECK(cqe.event == TB5_EVENT_PEER_CLOSED && cqe.status == -ECONNRESET,
-		   "close", "our sending endpoint got %s, wanted PEER_CLOSED "
-		   "-ECONNRESET", tb5k_cqe_str(&cqe));
-	reap("close", first, nex);
-	TB5K_CHECK(tb5k_verify_byte(rbuf, len, UNTOUCHED) < 0, "close",
-		   "cancelled receives wrote into their buffer");
-	ret = tb5k_ep_query(c, s_ep, &q);
-	TB5K_CHECK(!ret && q.state == TB5_EP_STATE_PEER_CLOSED, "close",
-		   "EP_QUERY of the peer-closed endpoint: %s, state %u",
-		   tb5k_errname(ret), q.state);
-	ret = tb5k_post1(c, TB5_OP_SEND, s_ep, s_mem, 1, 0, 1, 1);
-	TB5K_CHECK(ret == -ECONNRESET, "close", "posting on a peer-closed "
-		   "endpoint: %s, not ECONNRESET", tb5k_errname(ret));
-	ret = tb5k_post1(c, TB5_OP_RECV, r_ep, r_mem, 1, 0, 1, 1);
-	TB5K_CHECK(ret < 0, "close", "posting on a closed endpoint succeeded");
-	ret = tb5k_ep_close(c, s_ep);
-	TB5K_CHECK(!ret, "close", "TB5_IOC_EP_CLOSE of the peer-closed "
-		   "endpoint: %s", tb5k_errname(ret));
-	ret = tb5k_ep_close(c, s_ep);
-	TB5K_CHECK(ret < 0, "close", "a second TB5_IOC_EP_CLOSE succeeded");
-	ret = tb5k_ep_query(c, s_ep, &q);
-	TB5K_CHECK(ret < 0, "close", "EP_QUERY of a closed handle succeeded");
-	/* Nothing else may turn up: no stray completion of the batch above. */
-	TB5K_CHECK(!tb5k_next(c, &cqe, 200), "close",
-		   "an unexpected completion: %s", tb5k_cqe_str(&cqe));
-	tb5k_pass("close (%u receives -ECANCELED as we closed; our send "
-		  "-ECONNRESET and PEER_CLOSED as side %c closed)", nrecv,
-		  side_ch(!s2.me));
+	err_close(&e);
 	s2.ep[CN_ERR_A] = s2.ep[CN_ERR_B] = 0;
-
-	TB5K_CHECK(!tb5k_dereg(c, s_mem) && !tb5k_dereg(c, r_mem), "close",
-		   "deregistering after close failed");
-	tb5k_free(sbuf, len);
-	tb5k_free(rbuf, len);
 }
 
 /*
@@ -1822,20 +1770,7 @@ static void phase2_cq_full(void)
 		if (round)
 			break;
 
-		for (n = 0; n < TB5_UAPI_CQ_MIN + 1; n++) {
-			ret = tb5k_post1(&small, TB5_OP_RECV, s_ep, s_mem,
-					 300 + (uint32_t)n, n * 4096, 4096,
-					 0x5000 + n);
-			if (ret)
-				break;
-		}
-		TB5K_CHECK(ret == -ENOSPC ||
-			   (n == TB5_UAPI_EP_OPS_MAX && ret == -EAGAIN), name,
-			   "posting receive %llu on a %u-entry queue: %s",
-			   (unsigned long long)n + 1, TB5_UAPI_CQ_MIN,
-			   tb5k_errname(ret));
-		tb5k_note("%s: %llu receives fit a %u-entry queue, then %s", name,
-			  (unsigned long long)n, TB5_UAPI_CQ_MIN, tb5k_errname(ret));
+		n = cq_fill(name, &small, s_ep, s_mem);
 		/* Fill each of the peer's receives; then close on top. */
 		barrier("cq-full.posted", &n, 1, &peer_n);
 		TB5K_CHECK(peer_n <= TB5_UAPI_CQ_MIN, name, "side %c posted %llu "
@@ -1856,27 +1791,7 @@ static void phase2_cq_full(void)
 		/* The peer has filled ours and closed: reap nothing till now. */
 		barrier("cq-full.sent", NULL, 0, NULL);
 		usleep(300000);
-		for (i = 0; i < n; i++) {
-			TB5K_CHECK(tb5k_next(&small, &cqe, WAIT_MS), name,
-				   "receive %u did not complete", i);
-			TB5K_CHECK(cqe.op == TB5_CQE_RECV && !cqe.status &&
-				   cqe.user_data == 0x5000 + i && cqe.bytes == 8 &&
-				   cqe.tag == 300 + i && cqe.ep == s_ep, name,
-				   "completion %u: %s", i, tb5k_cqe_str(&cqe));
-		}
-		TB5K_CHECK(tb5k_next(&small, &cqe, WAIT_MS), name,
-			   "no PEER_CLOSED on the small queue's endpoint");
-		TB5K_CHECK(cqe.op == TB5_CQE_EVENT &&
-			   cqe.event == TB5_EVENT_PEER_CLOSED && cqe.ep == s_ep,
-			   name, "after the receives came %s, not PEER_CLOSED",
-			   tb5k_cqe_str(&cqe));
-		/* After reaping, there is room again (for a new connection). */
-		ret = tb5k_ep_close(&small, s_ep);
-		TB5K_CHECK(!ret, name, "closing the endpoint: %s",
-			   tb5k_errname(ret));
-		ret = tb5k_ep_close(&small, sl);
-		TB5K_CHECK(!ret, name, "closing the listener: %s",
-			   tb5k_errname(ret));
+		cq_reap(name, &small, s_ep, sl, (uint32_t)n);
 	}
 	/* The peer heard of our accept: closing now is no refusal. */
 	barrier("cq-full.again", NULL, 0, NULL);
@@ -1907,38 +1822,25 @@ static void phase2_handles(void)
 	const char *name = "handles";
 	struct tb5k_ctx l, c;
 	struct acceptor a;
-	uint32_t lep;
-	pthread_t th;
-	int i;
 
 	tb5k_open(&l, ctx[0].index, CQ_ENTRIES);
 	tb5k_open(&c, ctx[0].index, CQ_ENTRIES);
 
 	/* Refused at once: nobody listens on the peer's end. */
 	barrier("handles", NULL, 0, NULL);
-	for (i = 0; i < HANDLE_ITERS; i++)
-		connect_first_event(name, &c, HANDLE_SERVICE, i,
-				    TB5_EVENT_ERROR, -ECONNREFUSED);
+	connect_first_events(name, &c, HANDLE_SERVICE, TB5_EVENT_ERROR,
+			     -ECONNREFUSED);
 	tb5k_pass("%s.refused (%d connects to side %c, each ERROR names its "
 		  "endpoint)", name, HANDLE_ITERS, side_ch(!s2.me));
 
 	/* Accepted at once: our ACCEPTs race the peer's ioctls, and theirs ours. */
-	lep = listen_on(name, &l, HANDLE_SERVICE + 1, TB5_LISTEN_WELL_KNOWN,
-			NULL);
-	memset(&a, 0, sizeof(a));
-	a.l = &l;
-	a.listener = lep;
-	TB5K_CHECK(!pthread_create(&th, NULL, acceptor_main, &a), name,
-		   "pthread_create failed");
+	acceptor_start(name, &a, &l, HANDLE_SERVICE + 1);
 	barrier("handles.listen", NULL, 0, NULL);
-	for (i = 0; i < HANDLE_ITERS; i++)
-		connect_first_event(name, &c, HANDLE_SERVICE + 1, i,
-				    TB5_EVENT_CONNECTED, 0);
+	connect_first_events(name, &c, HANDLE_SERVICE + 1, TB5_EVENT_CONNECTED,
+			     0);
 	/* Keep accepting until the peer is through too. */
 	barrier("handles.done", NULL, 0, NULL);
-	a.stop = 1;
-	pthread_join(th, NULL);
-	TB5K_CHECK(!a.err, name, "TB5_IOC_ACCEPT: %s", tb5k_errname(a.err));
+	acceptor_stop(name, &a);
 	tb5k_pass("%s.accepted (%d connects to side %c, each CONNECTED names its "
 		  "endpoint)", name, HANDLE_ITERS, side_ch(!s2.me));
 
