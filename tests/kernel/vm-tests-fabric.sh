@@ -10,7 +10,8 @@
 # Checks, on both hosts:
 #   fabric.links    one tb5_<n> per cable, backend tb, ready, its peer the
 #                   other host (its peer_uuid is the host UUID the cable's
-#                   other end published), E2E on
+#                   other end published), E2E on; tb5k-info --tb: the uAPI
+#                   (version, GET_INFO) agrees with sysfs
 #   fabric.perf     tb5-perf between the hosts over every cable: a server on
 #                   host a, the client on host b, bw and bibw (both
 #                   directions at once) with every byte verified, and lat
@@ -148,6 +149,10 @@ for l in "$CLASS"/tb5_*; do
 	[ "$(cat "$l/e2e")" = 1 ] || fail fabric.links "$name: end-to-end flow control off"
 	[ "$(cat "$l/tb_state")" = connected ] || fail fabric.links "$name: tb_state $(cat "$l/tb_state")"
 	note "$name: peer $(cat "$l/peer_id") uuid $(cat "$l/peer_uuid") ($(cat "$l/peer_name")), $(cat "$l/speed_mbps") Mb/s"
+	# The uAPI's view of it agrees with sysfs.
+	tb5k-info --tb "${name#tb5_}" >"$TMP/info.out" 2>&1 ||
+		{ cat "$TMP/info.out"; fail fabric.links "$name: tb5k-info --tb"; }
+	sed 's/^/#   /' "$TMP/info.out"
 done
 pass fabric.links
 
