@@ -2,7 +2,7 @@
 /*
  * tb5k-dmabuf - TB5_IOC_REG_DMABUF with a real dma-buf from /dev/udmabuf.
  *
- *   tb5k-dmabuf
+ *   tb5k-dmabuf [--one N]
  *
  * SKIPs (exit 0) where /dev/udmabuf does not exist (Debian 12's 6.1 kernel
  * has no CONFIG_UDMABUF). Otherwise: a memfd sealed against shrinking
@@ -13,12 +13,19 @@
  * it), a message sent from host memory lands in the dma-buf and is verified
  * through the memfd mapping, and one sent from another dma-buf lands in
  * host memory; nothing outside the posted ranges changes.
+ *
+ * --one N: the feature and the validation on one link end, /dev/tb5_N,
+ * whose peer is another host (a tb link on the emulated fabric, where
+ * every registration is also mapped for the NHI); then a registration
+ * that outlives its fd and is deregistered. Data from a dma-buf over a tb
+ * link is tb5-perf --memory udmabuf's (vm-tests-fabric.sh).
  */
 #include "tb5k.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -109,6 +116,48 @@ static void expect_bad(struct tb5k_ctx *c, int fd, uint64_t off, uint64_t len,
 		   alt ? tb5k_errname(alt) : "");
 }
 
+/*
+ * What REG_DMABUF accepts and refuses on @b, with a @SZ-byte dma-buf @dbuf
+ * made from @memfd.
+ */
+static void validate(struct tb5k_ctx *b, int dbuf, int memfd)
+{
+	uint32_t h_b;
+	int null_fd, ret;
+
+	expect_good(b, dbuf, 0, SZ);
+	expect_good(b, dbuf, 4096, SZ - 4096);
+	expect_good(b, dbuf, SZ - 4096, 4096);
+	expect_good(b, dbuf, 8192, 1);
+	expect_bad(b, dbuf, 1, 4096, 0, 0, "offset 1 (unaligned)", 0);
+	expect_bad(b, dbuf, 2048, 4096, 0, 0, "offset 2048 (unaligned)", 0);
+	expect_bad(b, dbuf, 4095, 1, 0, 0, "offset 4095 (unaligned)", 0);
+	expect_bad(b, dbuf, 0, SZ + 1, 0, 0, "len one past the end", 0);
+	expect_bad(b, dbuf, SZ, 4096, 0, 0, "offset at the end", 0);
+	expect_bad(b, dbuf, SZ - 4096, 8192, 0, 0, "range across the end", 0);
+	expect_bad(b, dbuf, 2 * SZ, 4096, 0, 0, "offset beyond the end", 0);
+	expect_bad(b, dbuf, 0, 0, 0, 0, "len 0", 0);
+	expect_bad(b, dbuf, ~0ull & ~4095ull, 8192, 0, 0,
+		   "offset + len wrapping 2^64", 0);
+	expect_bad(b, dbuf, 4096, ~0ull, 0, 0, "len 2^64 - 1", 0);
+	expect_bad(b, dbuf, 0, 4096, 1, 0, "flags 1", 0);
+	expect_bad(b, dbuf, 0, 4096, 0, 1, "pad 1", 0);
+	expect_bad(b, -1, 0, 4096, 0, 0, "fd -1", EBADF);
+	expect_bad(b, 1 << 20, 0, 4096, 0, 0, "an unopened fd", EBADF);
+	expect_bad(b, memfd, 0, 4096, 0, 0, "a memfd (not a dma-buf)", EBADF);
+	expect_bad(b, b->fd, 0, 4096, 0, 0, "the tb5 fd itself", EBADF);
+	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	expect_bad(b, null_fd, 0, 4096, 0, 0, "/dev/null", EBADF);
+	close(null_fd);
+	ret = reg_dmabuf(b, dbuf, 0, 4097, 0, 0, &h_b);
+	tb5k_note("a length that is not a page multiple (4097): %s",
+		  ret ? tb5k_errname(ret) : "accepted");
+	if (!ret)
+		tb5k_dereg(b, h_b);
+	tb5k_pass("validate (good ranges accepted; unaligned, out-of-range, "
+		  "wrapping, zero-length, flags, pad, non-dma-buf fds refused)");
+}
+
 /* Send @len bytes from (sc, smem, soff) to (rc, rmem, roff); both complete. */
 static void transfer(const char *name, struct tb5k_ctx *sc, uint32_t sep,
 		     uint32_t smem, uint64_t soff, struct tb5k_ctx *rc,
@@ -138,11 +187,45 @@ static void transfer(const char *name, struct tb5k_ctx *sc, uint32_t sep,
 		   "send: %s", tb5k_cqe_str(&cqe));
 }
 
-int main(void)
+/* --one N: one end of a link whose peer is elsewhere. */
+static int one_end(int n)
+{
+	uint64_t pinned0 = tb5k_pinned_pages();
+	struct tb5k_ctx c;
+	uint32_t h;
+	int memfd, dbuf, ret;
+	uint8_t *map;
+
+	tb5k_open(&c, n, 256);
+	TB5K_CHECK(c.version.features & TB5_FEATURE_DMABUF, "feature",
+		   "the module does not advertise TB5_FEATURE_DMABUF (features "
+		   "0x%x)", c.version.features);
+	tb5k_pass("feature");
+	dbuf = make_dmabuf(SZ, UNTOUCHED, &memfd, &map);
+	validate(&c, dbuf, memfd);
+	ret = reg_dmabuf(&c, dbuf, 4096, SZ - 4096, 0, 0, &h);
+	TB5K_CHECK(!ret, "outlives-fd", "REG_DMABUF: %s", tb5k_errname(ret));
+	close(dbuf);
+	ret = tb5k_dereg(&c, h);
+	TB5K_CHECK(!ret, "outlives-fd", "deregistering after the fd was closed: "
+		   "%s", tb5k_errname(ret));
+	tb5k_pass("outlives-fd (registered, fd closed, deregistered)");
+	tb5k_close(&c);
+	munmap(map, SZ);
+	close(memfd);
+	TB5K_CHECK(tb5k_wait_pinned(pinned0, 5000) == pinned0, "pinned",
+		   "pinned_pages is %llu after closing, was %llu",
+		   (unsigned long long)tb5k_pinned_pages(),
+		   (unsigned long long)pinned0);
+	tb5k_pass("pinned (back to %llu)", (unsigned long long)pinned0);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	struct tb5k_ctx a, b;
 	struct tb5k_conn cn;
-	int memfd, dbuf, memfd2, dbuf2, null_fd, ret;
+	int memfd, dbuf, memfd2, dbuf2, ret;
 	uint8_t *map, *map2, *host, *host2;
 	const uint64_t roff = 4099, len = TB5K_MIB + 5, reg_off = 4096;
 	uint32_t h_b, h_a, h_host, h_host2;
@@ -150,11 +233,17 @@ int main(void)
 	int64_t bad;
 
 	tb5k_init("dmabuf", 600);
+	if (argc != 1 && !(argc == 3 && !strcmp(argv[1], "--one"))) {
+		fprintf(stderr, "usage: %s [--one N]\n", argv[0]);
+		return 2;
+	}
 	if (access("/dev/udmabuf", F_OK)) {
 		tb5k_skip("all", "no /dev/udmabuf in this kernel (no CONFIG_UDMABUF, "
 			  "e.g. Debian 12's 6.1)");
 		return 0;
 	}
+	if (argc == 3)
+		return one_end(atoi(argv[2]));
 	pinned0 = tb5k_pinned_pages();
 	tb5k_open(&a, 0, 256);
 	tb5k_open(&b, 1, 256);
@@ -165,38 +254,7 @@ int main(void)
 
 	dbuf = make_dmabuf(SZ, UNTOUCHED, &memfd, &map);
 
-	/* Validation. */
-	expect_good(&b, dbuf, 0, SZ);
-	expect_good(&b, dbuf, 4096, SZ - 4096);
-	expect_good(&b, dbuf, SZ - 4096, 4096);
-	expect_good(&b, dbuf, 8192, 1);
-	expect_bad(&b, dbuf, 1, 4096, 0, 0, "offset 1 (unaligned)", 0);
-	expect_bad(&b, dbuf, 2048, 4096, 0, 0, "offset 2048 (unaligned)", 0);
-	expect_bad(&b, dbuf, 4095, 1, 0, 0, "offset 4095 (unaligned)", 0);
-	expect_bad(&b, dbuf, 0, SZ + 1, 0, 0, "len one past the end", 0);
-	expect_bad(&b, dbuf, SZ, 4096, 0, 0, "offset at the end", 0);
-	expect_bad(&b, dbuf, SZ - 4096, 8192, 0, 0, "range across the end", 0);
-	expect_bad(&b, dbuf, 2 * SZ, 4096, 0, 0, "offset beyond the end", 0);
-	expect_bad(&b, dbuf, 0, 0, 0, 0, "len 0", 0);
-	expect_bad(&b, dbuf, ~0ull & ~4095ull, 8192, 0, 0,
-		   "offset + len wrapping 2^64", 0);
-	expect_bad(&b, dbuf, 4096, ~0ull, 0, 0, "len 2^64 - 1", 0);
-	expect_bad(&b, dbuf, 0, 4096, 1, 0, "flags 1", 0);
-	expect_bad(&b, dbuf, 0, 4096, 0, 1, "pad 1", 0);
-	expect_bad(&b, -1, 0, 4096, 0, 0, "fd -1", EBADF);
-	expect_bad(&b, 1 << 20, 0, 4096, 0, 0, "an unopened fd", EBADF);
-	expect_bad(&b, memfd, 0, 4096, 0, 0, "a memfd (not a dma-buf)", EBADF);
-	expect_bad(&b, b.fd, 0, 4096, 0, 0, "the tb5 fd itself", EBADF);
-	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	expect_bad(&b, null_fd, 0, 4096, 0, 0, "/dev/null", EBADF);
-	close(null_fd);
-	ret = reg_dmabuf(&b, dbuf, 0, 4097, 0, 0, &h_b);
-	tb5k_note("a length that is not a page multiple (4097): %s",
-		  ret ? tb5k_errname(ret) : "accepted");
-	if (!ret)
-		tb5k_dereg(&b, h_b);
-	tb5k_pass("validate (good ranges accepted; unaligned, out-of-range, "
-		  "wrapping, zero-length, flags, pad, non-dma-buf fds refused)");
+	validate(&b, dbuf, memfd);
 
 	/* Register, then drop our fd: the registration keeps the dma-buf. */
 	ret = reg_dmabuf(&b, dbuf, reg_off, SZ - reg_off, 0, 0, &h_b);
@@ -257,8 +315,10 @@ int main(void)
 	return 0;
 }
 #else
-int main(void)
+int main(int argc, char **argv)
 {
+	(void)argc;
+	(void)argv;
 	tb5k_init("dmabuf", 60);
 	tb5k_skip("all", "built without <linux/udmabuf.h>");
 	return 0;

@@ -46,6 +46,8 @@
 #   fabric.suspend  host a suspends and resumes with its links up: LOGOUT,
 #                   then a new login, and data again
 #   fabric.dmabuf   where the kernel has /dev/udmabuf (6.12, sid): b's
+#                   tb5k-dmabuf --one on a tb link (import validation,
+#                   a registration that outlives its fd), then b's
 #                   tb5-perf with its buffers in dma-bufs (--memory
 #                   udmabuf), bw and bibw verified: payload frames leave
 #                   zero-copy from the dma-buf's attachment for the NHI,
@@ -441,6 +443,12 @@ reload_tb5() {
 check=fabric.dmabuf
 if [ "$ROLE" = b ]; then
 	if [ -e /dev/udmabuf ]; then
+		# Import checks on a tb link end (its regions are mapped for
+		# the NHI too); nothing else of b's pins pages meanwhile.
+		l=$(first_link)
+		tb5k-dmabuf --one "${l#tb5_}" >"$TMP/dmabuf1.out" 2>&1 ||
+			{ cat "$TMP/dmabuf1.out"; fail "$check" "tb5k-dmabuf --one"; }
+		sed 's/^/#   /' "$TMP/dmabuf1.out"
 		l=$CLASS/$(first_link)
 		zc=$(cat "$l/tx_zerocopy_frames")
 		mark=$(dmesg | wc -l)
