@@ -794,3 +794,277 @@ int64_t tb5k_verify_byte(const void *buf, size_t len, uint8_t byte)
 			return (int64_t)i;
 	return -1;
 }
+
+/* -- two processes, one per end of a link ------------------------------ */
+
+#define CTL_TAG		0xb5c7u
+#define CTL_UD		0xc7c1000000000000ull	/* + step << 1 (| 1: receive) */
+#define CTL_MAGIC	0x7462356b63746c31ull	/* "tb5kctl1", read big-endian */
+#define CTL_VALS	8
+#define CTL_SLOT	256	/* bytes per direction in the control region */
+#define CTL_GUARD	64	/* untouched bytes after the received message */
+#define CTL_UNTOUCHED	0xee
+
+/* A control message: a barrier, with a few values for the peer. */
+struct ctl_msg {
+	uint64_t magic;
+	uint32_t step;		/* the sender's barrier count */
+	uint32_t nvals;
+	uint64_t vals[CTL_VALS];
+	char name[32];		/* the sender's barrier name */
+};
+
+char tb5k_side_ch(int side)
+{
+	return side ? 'b' : 'a';
+}
+
+uint64_t tb5k_vmlck_kib(void)
+{
+	char line[256];
+	unsigned long long v = ~0ull;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		tb5k_fail("pinned", "/proc/self/status: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmLck:", 6))
+			v = strtoull(line + 6, NULL, 10);
+	fclose(f);
+	if (v == ~0ull)
+		tb5k_fail("pinned", "no VmLck in /proc/self/status");
+	return v;
+}
+
+uint32_t tb5k_listen(const char *name, struct tb5k_ctx *c, uint64_t service,
+		     uint32_t flags, uint64_t *cookie)
+{
+	struct tb5_listen li;
+
+	memset(&li, 0, sizeof(li));
+	li.service = service;
+	li.flags = flags;
+	TB5K_CHECK(!ioctl(c->fd, TB5_IOC_LISTEN, &li), name,
+		   "TB5_IOC_LISTEN(0x%llx, flags 0x%x) on /dev/tb5_%d: %s",
+		   (unsigned long long)service, flags, c->index,
+		   tb5k_errname(errno));
+	if (flags & TB5_LISTEN_WELL_KNOWN)
+		TB5K_CHECK(li.cookie == 0, name, "a well-known listener got "
+			   "cookie 0x%llx", (unsigned long long)li.cookie);
+	else
+		TB5K_CHECK(li.cookie != 0, name, "a listener got cookie 0");
+	if (cookie)
+		*cookie = li.cookie;
+	return li.ep;
+}
+
+int64_t tb5k_connect_start(struct tb5k_ctx *c, uint64_t service,
+			   uint64_t cookie)
+{
+	struct tb5_connect cn;
+
+	memset(&cn, 0, sizeof(cn));
+	cn.service = service;
+	cn.cookie = cookie;
+	if (ioctl(c->fd, TB5_IOC_CONNECT, &cn))
+		return -errno;
+	return cn.ep;
+}
+
+void tb5k_connect_wait(const char *name, struct tb5k_ctx *c, uint32_t ep,
+		       int timeout_ms, const char *what)
+{
+	struct tb5_cqe cqe;
+
+	TB5K_CHECK(tb5k_wait_event(c, ep, 0, &cqe, timeout_ms), name,
+		   "%s: no event on the connecting endpoint %u within %d s",
+		   what, ep, timeout_ms / 1000);
+	TB5K_CHECK(cqe.event == TB5_EVENT_CONNECTED && !cqe.status, name,
+		   "%s: the connecting endpoint got %s, not CONNECTED", what,
+		   tb5k_cqe_str(&cqe));
+	TB5K_CHECK(!cqe.user_data && !cqe.bytes, name, "%s: CONNECTED carries "
+		   "user_data/bytes: %s", what, tb5k_cqe_str(&cqe));
+}
+
+uint32_t tb5k_accept_one(const char *name, struct tb5k_ctx *l,
+			 uint32_t listener, int timeout_ms, const char *what)
+{
+	struct tb5_accept ac;
+	struct tb5_cqe cqe;
+	uint64_t end;
+	uint32_t ep;
+
+	TB5K_CHECK(tb5k_wait_event(l, listener, TB5_EVENT_INCOMING, &cqe,
+				   timeout_ms), name,
+		   "%s: nobody connected within %d s", what, timeout_ms / 1000);
+	TB5K_CHECK(!cqe.status, name, "%s: TB5_EVENT_INCOMING with status %s",
+		   what, tb5k_errname(cqe.status));
+	end = tb5k_now_ms() + 15000;
+	for (;;) {
+		memset(&ac, 0, sizeof(ac));
+		ac.listener = listener;
+		if (!ioctl(l->fd, TB5_IOC_ACCEPT, &ac))
+			break;
+		TB5K_CHECK(errno == EAGAIN, name, "%s: TB5_IOC_ACCEPT: %s", what,
+			   tb5k_errname(errno));
+		TB5K_CHECK(tb5k_now_ms() < end, name, "%s: TB5_IOC_ACCEPT still "
+			   "EAGAIN 15 s after TB5_EVENT_INCOMING", what);
+		usleep(1000);
+	}
+	ep = ac.ep;
+	/* Accept until EAGAIN: nobody else may wait. */
+	memset(&ac, 0, sizeof(ac));
+	ac.listener = listener;
+	TB5K_CHECK(ioctl(l->fd, TB5_IOC_ACCEPT, &ac), name, "%s: a second "
+		   "TB5_IOC_ACCEPT found a connection nobody made (endpoint %u)",
+		   what, ac.ep);
+	TB5K_CHECK(errno == EAGAIN, name, "%s: a second TB5_IOC_ACCEPT: %s, "
+		   "wanted EAGAIN", what, tb5k_errname(errno));
+	return ep;
+}
+
+uint32_t tb5k_connect_retry(const char *name, struct tb5k_ctx *c,
+			    uint64_t service, int wait_s, int answer_ms)
+{
+	uint64_t t0 = tb5k_now_ms(), end = t0 + (uint64_t)wait_s * 1000;
+	unsigned int refused = 0, nolink = 0;
+	struct tb5_cqe cqe;
+
+	for (;;) {
+		int64_t ep = tb5k_connect_start(c, service, 0);
+
+		if (ep == -ENOLINK) {
+			/* The link went down again since it read ready. */
+			nolink++;
+			TB5K_CHECK(tb5k_now_ms() < end, name, "TB5_IOC_CONNECT "
+				   "on /dev/tb5_%d: ENOLINK for %d s", c->index,
+				   wait_s);
+			usleep(250000);
+			continue;
+		}
+		TB5K_CHECK(ep > 0, name, "TB5_IOC_CONNECT(0x%llx) on /dev/tb5_%d: %s",
+			   (unsigned long long)service, c->index,
+			   tb5k_errname((int)ep));
+		TB5K_CHECK(tb5k_wait_event(c, (uint32_t)ep, 0, &cqe, answer_ms),
+			   name, "no answer to a connect to service 0x%llx "
+			   "within %d s", (unsigned long long)service,
+			   answer_ms / 1000);
+		if (cqe.event == TB5_EVENT_CONNECTED && !cqe.status) {
+			tb5k_note("service 0x%llx answered after %llu ms (%u "
+				  "connects refused, %u ENOLINK)",
+				  (unsigned long long)service,
+				  (unsigned long long)(tb5k_now_ms() - t0),
+				  refused, nolink);
+			return (uint32_t)ep;
+		}
+		TB5K_CHECK(cqe.event == TB5_EVENT_ERROR &&
+			   cqe.status == -ECONNREFUSED, name,
+			   "connecting to service 0x%llx: %s",
+			   (unsigned long long)service, tb5k_cqe_str(&cqe));
+		TB5K_CHECK(!tb5k_ep_close(c, (uint32_t)ep), name,
+			   "closing a refused endpoint failed");
+		refused++;
+		TB5K_CHECK(tb5k_now_ms() < end, name, "nobody listened on "
+			   "service 0x%llx within %d s (%u connects refused)",
+			   (unsigned long long)service, wait_s, refused);
+		usleep(250000);
+	}
+}
+
+void tb5k_ctl_meet(const char *name, struct tb5k_ctl *ctl, struct tb5k_ctx *c,
+		   int me, uint64_t service, int wait_s, int wait_ms)
+{
+	memset(ctl, 0, sizeof(*ctl));
+	ctl->c = c;
+	ctl->me = me;
+	ctl->wait_ms = wait_ms;
+	TB5K_CHECK(c->version.features & TB5_FEATURE_WELL_KNOWN, name,
+		   "the module has no TB5_FEATURE_WELL_KNOWN (features 0x%x): "
+		   "the sides cannot meet", c->version.features);
+	if (me == 0) {
+		uint32_t l = tb5k_listen(name, c, service, TB5_LISTEN_WELL_KNOWN,
+					 NULL);
+
+		ctl->ep = tb5k_accept_one(name, c, l, wait_s * 1000,
+					  "side b on the control service");
+		TB5K_CHECK(!tb5k_ep_close(c, l), name, "closing the control "
+			   "listener");
+	} else {
+		ctl->ep = tb5k_connect_retry(name, c, service, wait_s, wait_ms);
+	}
+	ctl->buf = tb5k_alloc(2 * CTL_SLOT);
+	ctl->mem = tb5k_reg(c, ctl->buf, 2 * CTL_SLOT);
+}
+
+void tb5k_ctl_barrier(const char *name, struct tb5k_ctl *ctl,
+		      const uint64_t *vals, uint32_t n, uint64_t *peer_vals)
+{
+	struct tb5k_ctx *c = ctl->c;
+	struct ctl_msg *out = (struct ctl_msg *)ctl->buf;
+	struct ctl_msg *in = (struct ctl_msg *)(ctl->buf + CTL_SLOT);
+	uint64_t ud = CTL_UD | (uint64_t)ctl->step << 1;
+	char peer = tb5k_side_ch(!ctl->me);
+	struct tb5_cqe cqe;
+	int ret;
+
+	if (n > CTL_VALS)
+		tb5k_fail(name, "too many values for a barrier");
+	memset(out, 0, sizeof(*out));
+	out->magic = CTL_MAGIC;
+	out->step = ctl->step;
+	out->nvals = n;
+	if (n)
+		memcpy(out->vals, vals, n * sizeof(*vals));
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	memset(in, CTL_UNTOUCHED, CTL_SLOT);
+
+	ret = tb5k_post1(c, TB5_OP_RECV, ctl->ep, ctl->mem, CTL_TAG, CTL_SLOT,
+			 CTL_SLOT - CTL_GUARD, ud | 1);
+	TB5K_CHECK(!ret, name, "barrier %u: posting the control receive: %s",
+		   ctl->step, tb5k_errname(ret));
+	ret = tb5k_post1(c, TB5_OP_SEND, ctl->ep, ctl->mem, CTL_TAG, 0,
+			 sizeof(*out), ud);
+	TB5K_CHECK(!ret, name, "barrier %u: posting the control send: %s",
+		   ctl->step, tb5k_errname(ret));
+
+	TB5K_CHECK(tb5k_wait_user_data(c, ud | 1, &cqe, ctl->wait_ms), name,
+		   "barrier %u (%s): side %c did not come within %d s", ctl->step,
+		   name, peer, ctl->wait_ms / 1000);
+	TB5K_CHECK(cqe.op == TB5_CQE_RECV && !cqe.status && cqe.tag == CTL_TAG &&
+		   cqe.ep == ctl->ep && cqe.bytes == sizeof(*in), name,
+		   "barrier %u: the control receive completed as %s", ctl->step,
+		   tb5k_cqe_str(&cqe));
+	TB5K_CHECK(tb5k_wait_user_data(c, ud, &cqe, ctl->wait_ms), name,
+		   "barrier %u: the control send did not complete", ctl->step);
+	TB5K_CHECK(cqe.op == TB5_CQE_SEND && !cqe.status && cqe.tag == CTL_TAG &&
+		   cqe.ep == ctl->ep && cqe.bytes == sizeof(*out), name,
+		   "barrier %u: the control send completed as %s", ctl->step,
+		   tb5k_cqe_str(&cqe));
+
+	TB5K_CHECK(in->magic == CTL_MAGIC, name, "barrier %u: a control message "
+		   "with magic 0x%llx", ctl->step, (unsigned long long)in->magic);
+	in->name[sizeof(in->name) - 1] = '\0';
+	TB5K_CHECK(in->step == ctl->step && !strcmp(in->name, out->name), name,
+		   "side %c is at barrier %u (%s), we are at %u (%s): the sides "
+		   "run different schedules", peer, in->step, in->name,
+		   ctl->step, out->name);
+	TB5K_CHECK(in->nvals == n, name, "barrier %u: side %c sent %u values, "
+		   "we %u", ctl->step, peer, in->nvals, n);
+	TB5K_CHECK(tb5k_verify_byte(ctl->buf + CTL_SLOT + sizeof(*in),
+				    CTL_SLOT - sizeof(*in), CTL_UNTOUCHED) < 0,
+		   name, "barrier %u: bytes past the control message were "
+		   "written", ctl->step);
+	if (peer_vals && n)
+		memcpy(peer_vals, in->vals, n * sizeof(*peer_vals));
+	ctl->step++;
+}
+
+void tb5k_ctl_release(const char *name, struct tb5k_ctl *ctl)
+{
+	int ret = tb5k_dereg(ctl->c, ctl->mem);
+
+	TB5K_CHECK(!ret, name, "deregistering the control region: %s",
+		   tb5k_errname(ret));
+	tb5k_free(ctl->buf, 2 * CTL_SLOT);
+	ctl->buf = NULL;
+}

@@ -171,4 +171,69 @@ int64_t tb5k_verify(const void *buf, size_t len, uint64_t seed, uint64_t off0);
 /* Index of the first byte that is not @byte, or -1. */
 int64_t tb5k_verify_byte(const void *buf, size_t len, uint8_t byte);
 
+/* -- two processes, one per end of a link ------------------------------ */
+
+/*
+ * What tb5k-xfer's and tb5k-unplug's two-process modes share: each process
+ * holds one end of a link (on its own host, for the tb backend), and the
+ * link is their only channel. Side a listens on a well-known service,
+ * side b connects until a is there; over that control connection the two
+ * meet at barriers that carry a few values each way.
+ */
+
+/* 'a' or 'b' for side 0 or 1. */
+char tb5k_side_ch(int side);
+/* VmLck of this process in kB: what its registrations pin. */
+uint64_t tb5k_vmlck_kib(void);
+/* TB5_IOC_LISTEN; the cookie (0 for a well-known one) in *@cookie. */
+uint32_t tb5k_listen(const char *name, struct tb5k_ctx *c, uint64_t service,
+		     uint32_t flags, uint64_t *cookie);
+/* TB5_IOC_CONNECT: the new endpoint, or -errno. */
+int64_t tb5k_connect_start(struct tb5k_ctx *c, uint64_t service,
+			   uint64_t cookie);
+/* Wait for @ep's first event: CONNECTED, with nothing else in it. */
+void tb5k_connect_wait(const char *name, struct tb5k_ctx *c, uint32_t ep,
+		       int timeout_ms, const char *what);
+/*
+ * Wait up to @timeout_ms for INCOMING on @listener, accept the one
+ * connection, and find nobody else waiting. The accepted endpoint.
+ */
+uint32_t tb5k_accept_one(const char *name, struct tb5k_ctx *l,
+			 uint32_t listener, int timeout_ms, const char *what);
+/*
+ * Connect to @service (cookie 0) on the peer until it listens: refused
+ * connects (and ENOLINK, a link that went down again) are retried for
+ * @wait_s seconds; each attempt waits @answer_ms for its answer.
+ */
+uint32_t tb5k_connect_retry(const char *name, struct tb5k_ctx *c,
+			    uint64_t service, int wait_s, int answer_ms);
+
+struct tb5k_ctl {
+	struct tb5k_ctx *c;
+	int me;			/* 0: side a, 1: side b */
+	uint32_t ep, mem;	/* the control connection, its region */
+	uint8_t *buf;
+	uint32_t step;		/* barriers passed */
+	int wait_ms;		/* how long a barrier waits for the peer */
+};
+
+/*
+ * Make the control connection on @c: side a (@me 0) listens on @service
+ * (well-known), accepts one connection and closes the listener; side b
+ * connects until a listens. Each waits @wait_s seconds for the other;
+ * barriers wait @wait_ms.
+ */
+void tb5k_ctl_meet(const char *name, struct tb5k_ctl *ctl, struct tb5k_ctx *c,
+		   int me, uint64_t service, int wait_s, int wait_ms);
+/*
+ * Meet the peer: both send one control message and receive the other's.
+ * When this returns the peer has reached the same barrier (count and
+ * name), and @peer_vals (may be NULL) holds its @n (at most 8) values.
+ * Other completions that turn up meanwhile are stashed.
+ */
+void tb5k_ctl_barrier(const char *name, struct tb5k_ctl *ctl,
+		      const uint64_t *vals, uint32_t n, uint64_t *peer_vals);
+/* Deregister and free the control region (the endpoint is the caller's). */
+void tb5k_ctl_release(const char *name, struct tb5k_ctl *ctl);
+
 #endif /* TB5K_H */
