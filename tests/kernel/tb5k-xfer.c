@@ -1038,29 +1038,6 @@ static void phase_cq_full(void)
 #define HANDLE_ITERS	300
 #define HANDLE_SERVICE	0x4a4d000ull
 
-/* TB5_IOC_LISTEN on @c; the cookie (0 for a well-known one) in *@cookie. */
-static uint32_t listen_on(const char *name, struct tb5k_ctx *c,
-			  uint64_t service, uint32_t flags, uint64_t *cookie)
-{
-	struct tb5_listen li;
-
-	memset(&li, 0, sizeof(li));
-	li.service = service;
-	li.flags = flags;
-	TB5K_CHECK(!ioctl(c->fd, TB5_IOC_LISTEN, &li), name,
-		   "TB5_IOC_LISTEN(0x%llx, flags 0x%x) on /dev/tb5_%d: %s",
-		   (unsigned long long)service, flags, c->index,
-		   tb5k_errname(errno));
-	if (flags & TB5_LISTEN_WELL_KNOWN)
-		TB5K_CHECK(li.cookie == 0, name, "a well-known listener got "
-			   "cookie 0x%llx", (unsigned long long)li.cookie);
-	else
-		TB5K_CHECK(li.cookie != 0, name, "a listener got cookie 0");
-	if (cookie)
-		*cookie = li.cookie;
-	return li.ep;
-}
-
 struct acceptor {
 	struct tb5k_ctx *l;
 	uint32_t listener;
@@ -1102,7 +1079,8 @@ static void acceptor_start(const char *name, struct acceptor *a,
 {
 	memset(a, 0, sizeof(*a));
 	a->l = l;
-	a->listener = listen_on(name, l, service, TB5_LISTEN_WELL_KNOWN, NULL);
+	a->listener = tb5k_listen(name, l, service, TB5_LISTEN_WELL_KNOWN,
+				  NULL);
 	TB5K_CHECK(!pthread_create(&a->th, NULL, acceptor_main, a), name,
 		   "pthread_create failed");
 }
@@ -1190,22 +1168,9 @@ static void phase_handles(void)
 #define SVC_CONN	0x5e7b2100ull	/* + connection index: cookie listeners */
 #define SVC_OTHER	0x5e7b2200ull	/* + i: a second context's listeners */
 #define SVC_CQ		0x5e7b2300ull	/* + 2 * round + side: the small queue's */
-#define CTL_TAG		0xb5b5u
-#define CTL_UD		0xc7c0000000000000ull	/* never UD_MAGIC */
-#define CTL_MAGIC	0x7462356b78666572ull	/* "tb5kxfer", read big-endian */
 #define CTL_PROTO	1	/* what the control messages mean */
-#define CTL_VALS	8
-#define CTL_SLOT	256	/* bytes per direction in the control region */
+#define CTL_VALS	8	/* the most values a barrier carries */
 #define BARRIER_MS	(2 * WAIT_MS)	/* the peer may be a phase behind */
-
-/* A control message: a barrier, with a few values for the peer. */
-struct ctl_msg {
-	uint64_t magic;
-	uint32_t step;		/* the sender's barrier count */
-	uint32_t nvals;
-	uint64_t vals[CTL_VALS];
-	char name[32];		/* the sender's barrier name */
-};
 
 /* The connections besides the control one; who listens for each. */
 enum { CN_DATA, CN_ERR_A, CN_ERR_B, CN_FIN_A, CN_FIN_B, NCONN };
@@ -1223,220 +1188,9 @@ static const int conn_listener[NCONN] = { 0, 1, 0, 1, 0 };
 
 static struct {
 	int me;			/* 0: side a, 1: side b */
-	uint32_t ctl_ep, ctl_mem;
-	uint8_t *ctl_buf;
-	uint32_t step;		/* barriers passed */
+	struct tb5k_ctl ctl;	/* the control connection */
 	uint32_t ep[NCONN];
 } s2;
-
-static char side_ch(int s)
-{
-	return s ? 'b' : 'a';
-}
-
-/* VmLck of this process, in kB: what its registrations pin. */
-static uint64_t vmlck_kib(void)
-{
-	char line[256];
-	unsigned long long v = ~0ull;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		tb5k_fail("pinned", "/proc/self/status: %s", strerror(errno));
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmLck:", 6))
-			v = strtoull(line + 6, NULL, 10);
-	fclose(f);
-	if (v == ~0ull)
-		tb5k_fail("pinned", "no VmLck in /proc/self/status");
-	return v;
-}
-
-/*
- * Meet the peer: both post a receive and send one control message with the
- * same tag, and wait for both. When this returns, the peer has reached the
- * same barrier (the same count, the same name), and @peer_vals (may be
- * NULL) holds its @n values. Other completions that turn up meanwhile are
- * kept for later (the peer may already act on what follows the barrier).
- */
-static void barrier(const char *name, const uint64_t *vals, uint32_t n,
-		    uint64_t *peer_vals)
-{
-	struct tb5k_ctx *c = &ctx[0];
-	struct ctl_msg *out = (struct ctl_msg *)s2.ctl_buf;
-	struct ctl_msg *in = (struct ctl_msg *)(s2.ctl_buf + CTL_SLOT);
-	uint64_t ud = CTL_UD | (uint64_t)s2.step << 1;
-	struct tb5_cqe cqe;
-	int ret;
-
-	if (n > CTL_VALS)
-		tb5k_fail(name, "too many values for a barrier");
-	memset(out, 0, sizeof(*out));
-	out->magic = CTL_MAGIC;
-	out->step = s2.step;
-	out->nvals = n;
-	if (n)
-		memcpy(out->vals, vals, n * sizeof(*vals));
-	snprintf(out->name, sizeof(out->name), "%s", name);
-	memset(in, UNTOUCHED, CTL_SLOT);
-
-	ret = tb5k_post1(c, TB5_OP_RECV, s2.ctl_ep, s2.ctl_mem, CTL_TAG,
-			 CTL_SLOT, CTL_SLOT - GUARD, ud | 1);
-	TB5K_CHECK(!ret, name, "barrier %u: posting the control receive: %s",
-		   s2.step, tb5k_errname(ret));
-	ret = tb5k_post1(c, TB5_OP_SEND, s2.ctl_ep, s2.ctl_mem, CTL_TAG, 0,
-			 sizeof(*out), ud);
-	TB5K_CHECK(!ret, name, "barrier %u: posting the control send: %s",
-		   s2.step, tb5k_errname(ret));
-
-	TB5K_CHECK(tb5k_wait_user_data(c, ud | 1, &cqe, BARRIER_MS), name,
-		   "barrier %u: side %c did not come within %d s", s2.step,
-		   side_ch(!s2.me), BARRIER_MS / 1000);
-	TB5K_CHECK(cqe.op == TB5_CQE_RECV && !cqe.status && cqe.tag == CTL_TAG &&
-		   cqe.ep == s2.ctl_ep && cqe.bytes == sizeof(*in), name,
-		   "barrier %u: the control receive completed as %s", s2.step,
-		   tb5k_cqe_str(&cqe));
-	TB5K_CHECK(tb5k_wait_user_data(c, ud, &cqe, WAIT_MS), name,
-		   "barrier %u: the control send did not complete", s2.step);
-	TB5K_CHECK(cqe.op == TB5_CQE_SEND && !cqe.status && cqe.tag == CTL_TAG &&
-		   cqe.ep == s2.ctl_ep && cqe.bytes == sizeof(*out), name,
-		   "barrier %u: the control send completed as %s", s2.step,
-		   tb5k_cqe_str(&cqe));
-
-	TB5K_CHECK(in->magic == CTL_MAGIC, name, "barrier %u: a control message "
-		   "with magic 0x%llx", s2.step, (unsigned long long)in->magic);
-	in->name[sizeof(in->name) - 1] = '\0';
-	TB5K_CHECK(in->step == s2.step && !strcmp(in->name, out->name), name,
-		   "side %c is at barrier %u (%s), we are at %u (%s): the sides "
-		   "run different schedules", side_ch(!s2.me), in->step,
-		   in->name, s2.step, out->name);
-	TB5K_CHECK(in->nvals == n, name, "barrier %u: side %c sent %u values, "
-		   "we %u", s2.step, side_ch(!s2.me), in->nvals, n);
-	TB5K_CHECK(tb5k_verify_byte(s2.ctl_buf + CTL_SLOT + sizeof(*in),
-				    CTL_SLOT - sizeof(*in), UNTOUCHED) < 0, name,
-		   "barrier %u: bytes past the control message were written",
-		   s2.step);
-	if (peer_vals && n)
-		memcpy(peer_vals, in->vals, n * sizeof(*peer_vals));
-	s2.step++;
-}
-
-/* TB5_IOC_CONNECT on @c: the endpoint, or -errno. */
-static int64_t connect_start(struct tb5k_ctx *c, uint64_t service,
-			     uint64_t cookie)
-{
-	struct tb5_connect cn;
-
-	memset(&cn, 0, sizeof(cn));
-	cn.service = service;
-	cn.cookie = cookie;
-	if (ioctl(c->fd, TB5_IOC_CONNECT, &cn))
-		return -errno;
-	return cn.ep;
-}
-
-/* Wait for @ep's first event: CONNECTED, with nothing else in it. */
-static void connect_wait(const char *name, struct tb5k_ctx *c, uint32_t ep,
-			 const char *what)
-{
-	struct tb5_cqe cqe;
-
-	TB5K_CHECK(tb5k_wait_event(c, ep, 0, &cqe, WAIT_MS), name,
-		   "%s: no event on the connecting endpoint %u within %d s",
-		   what, ep, WAIT_MS / 1000);
-	TB5K_CHECK(cqe.event == TB5_EVENT_CONNECTED && !cqe.status, name,
-		   "%s: the connecting endpoint got %s, not CONNECTED", what,
-		   tb5k_cqe_str(&cqe));
-	TB5K_CHECK(!cqe.user_data && !cqe.bytes, name, "%s: CONNECTED carries "
-		   "user_data/bytes: %s", what, tb5k_cqe_str(&cqe));
-}
-
-/*
- * Wait up to @timeout_ms for INCOMING on @listener, accept the one
- * connection, and find nobody else waiting.
- */
-static uint32_t accept_one(const char *name, struct tb5k_ctx *l,
-			   uint32_t listener, int timeout_ms, const char *what)
-{
-	struct tb5_accept ac;
-	struct tb5_cqe cqe;
-	uint64_t end;
-	uint32_t ep;
-
-	TB5K_CHECK(tb5k_wait_event(l, listener, TB5_EVENT_INCOMING, &cqe,
-				   timeout_ms), name,
-		   "%s: nobody connected within %d s", what, timeout_ms / 1000);
-	TB5K_CHECK(!cqe.status, name, "%s: TB5_EVENT_INCOMING with status %s",
-		   what, tb5k_errname(cqe.status));
-	end = tb5k_now_ms() + 15000;
-	for (;;) {
-		memset(&ac, 0, sizeof(ac));
-		ac.listener = listener;
-		if (!ioctl(l->fd, TB5_IOC_ACCEPT, &ac))
-			break;
-		TB5K_CHECK(errno == EAGAIN, name, "%s: TB5_IOC_ACCEPT: %s", what,
-			   tb5k_errname(errno));
-		TB5K_CHECK(tb5k_now_ms() < end, name, "%s: TB5_IOC_ACCEPT still "
-			   "EAGAIN 15 s after TB5_EVENT_INCOMING", what);
-		usleep(1000);
-	}
-	ep = ac.ep;
-	/* Accept until EAGAIN: nobody else may wait. */
-	memset(&ac, 0, sizeof(ac));
-	ac.listener = listener;
-	TB5K_CHECK(ioctl(l->fd, TB5_IOC_ACCEPT, &ac), name, "%s: a second "
-		   "TB5_IOC_ACCEPT found a connection nobody made (endpoint %u)",
-		   what, ac.ep);
-	TB5K_CHECK(errno == EAGAIN, name, "%s: a second TB5_IOC_ACCEPT: %s, "
-		   "wanted EAGAIN", what, tb5k_errname(errno));
-	return ep;
-}
-
-/* Side b: connect to a's well-known service until a listens, or @wait_s. */
-static void rendezvous_b(const char *name, int wait_s)
-{
-	struct tb5k_ctx *c = &ctx[0];
-	uint64_t t0 = tb5k_now_ms(), end = t0 + (uint64_t)wait_s * 1000;
-	unsigned int refused = 0, nolink = 0;
-	struct tb5_cqe cqe;
-
-	for (;;) {
-		int64_t ep = connect_start(c, SVC_CTRL, 0);
-		uint64_t now = tb5k_now_ms();
-
-		if (ep == -ENOLINK) {
-			/* The link went down again since it read ready. */
-			nolink++;
-			TB5K_CHECK(now < end, name, "TB5_IOC_CONNECT on /dev/tb5_%d: "
-				   "ENOLINK for %d s", c->index, wait_s);
-			usleep(250000);
-			continue;
-		}
-		TB5K_CHECK(ep > 0, name, "TB5_IOC_CONNECT(0x%llx) on /dev/tb5_%d: %s",
-			   (unsigned long long)SVC_CTRL, c->index,
-			   tb5k_errname((int)ep));
-		TB5K_CHECK(tb5k_wait_event(c, (uint32_t)ep, 0, &cqe, WAIT_MS), name,
-			   "no answer to a connect to side a within %d s",
-			   WAIT_MS / 1000);
-		if (cqe.event == TB5_EVENT_CONNECTED && !cqe.status) {
-			s2.ctl_ep = (uint32_t)ep;
-			break;
-		}
-		TB5K_CHECK(cqe.event == TB5_EVENT_ERROR &&
-			   cqe.status == -ECONNREFUSED, name,
-			   "connecting to side a: %s", tb5k_cqe_str(&cqe));
-		TB5K_CHECK(!tb5k_ep_close(c, (uint32_t)ep), name,
-			   "closing a refused endpoint failed");
-		refused++;
-		TB5K_CHECK(tb5k_now_ms() < end, name, "side a did not listen on "
-			   "service 0x%llx within %d s (%u connects refused)",
-			   (unsigned long long)SVC_CTRL, wait_s, refused);
-		usleep(250000);
-	}
-	tb5k_note("side a answered after %llu ms (%u connects refused, %u "
-		  "ENOLINK)", (unsigned long long)(tb5k_now_ms() - t0), refused,
-		  nolink);
-}
 
 /*
  * Open the device, meet the peer over the link, agree on the schedule,
@@ -1453,27 +1207,12 @@ static void setup2(int dev, int wait_s, int quick, uint64_t big)
 	int64_t ep;
 
 	tb5k_open(c, dev, CQ_ENTRIES);
-	TB5K_CHECK(c->version.features & TB5_FEATURE_WELL_KNOWN, name,
-		   "the module has no TB5_FEATURE_WELL_KNOWN (features 0x%x): "
-		   "the sides cannot meet", c->version.features);
 	TB5K_CHECK(!tb5k_wait_link_state(dev, "ready", (unsigned int)wait_s * 1000),
 		   name, "tb5_%d is not ready after %d s", dev, wait_s);
 	tb5k_get_info(c, &info);
-
-	if (s2.me == 0) {
-		uint32_t l = listen_on(name, c, SVC_CTRL, TB5_LISTEN_WELL_KNOWN,
-				       NULL);
-
-		tb5k_note("listening on service 0x%llx (well-known)",
-			  (unsigned long long)SVC_CTRL);
-		s2.ctl_ep = accept_one(name, c, l, wait_s * 1000,
-				       "side b on the control service");
-		TB5K_CHECK(!tb5k_ep_close(c, l), name, "closing the listener");
-	} else {
-		rendezvous_b(name, wait_s);
-	}
-	s2.ctl_buf = tb5k_alloc(2 * CTL_SLOT);
-	s2.ctl_mem = tb5k_reg(c, s2.ctl_buf, 2 * CTL_SLOT);
+	tb5k_note("meeting side %c on service 0x%llx (well-known)",
+		  tb5k_side_ch(!s2.me), (unsigned long long)SVC_CTRL);
+	tb5k_ctl_meet(name, &s2.ctl, c, s2.me, SVC_CTRL, wait_s, BARRIER_MS);
 
 	/* The same schedule on both sides, and the right peer. */
 	mine[0] = CTL_PROTO;
@@ -1483,32 +1222,33 @@ static void setup2(int dev, int wait_s, int quick, uint64_t big)
 	mine[4] = (uint64_t)s2.me;
 	mine[5] = info.local_host;
 	mine[6] = info.peer_host;
-	barrier("hello", mine, 7, peer);
+	tb5k_ctl_barrier("hello", &s2.ctl, mine, 7, peer);
 	TB5K_CHECK(peer[0] == CTL_PROTO, name, "side %c speaks control protocol "
-		   "%llu, we %u", side_ch(!s2.me), (unsigned long long)peer[0],
-		   CTL_PROTO);
+		   "%llu, we %u", tb5k_side_ch(!s2.me),
+		   (unsigned long long)peer[0], CTL_PROTO);
 	TB5K_CHECK(peer[4] == (uint64_t)!s2.me, name, "the peer is side %c too: "
-		   "one side a and one side b, please", side_ch(s2.me));
+		   "one side a and one side b, please", tb5k_side_ch(s2.me));
 	TB5K_CHECK(peer[1] == seed && peer[2] == (uint64_t)quick &&
 		   peer[3] == big, name, "side %c runs --seed 0x%llx%s --big-mib "
 		   "%llu, we --seed 0x%llx%s --big-mib %llu: the schedules differ",
-		   side_ch(!s2.me), (unsigned long long)peer[1],
+		   tb5k_side_ch(!s2.me), (unsigned long long)peer[1],
 		   peer[2] ? " --quick" : "", (unsigned long long)(peer[3] >> 20),
 		   (unsigned long long)seed, quick ? " --quick" : "",
 		   (unsigned long long)(big >> 20));
 	TB5K_CHECK(peer[5] == info.peer_host && peer[6] == info.local_host, name,
 		   "host ids: we are 0x%llx with peer 0x%llx, side %c says it is "
 		   "0x%llx with peer 0x%llx", (unsigned long long)info.local_host,
-		   (unsigned long long)info.peer_host, side_ch(!s2.me),
+		   (unsigned long long)info.peer_host, tb5k_side_ch(!s2.me),
 		   (unsigned long long)peer[5], (unsigned long long)peer[6]);
 
 	/* The other connections: listeners with cookies, handed over. */
 	for (k = 0; k < NCONN; k++) {
 		mine[k] = 0;
 		if (conn_listener[k] == s2.me)
-			listener[k] = listen_on(name, c, SVC_CONN + k, 0, &mine[k]);
+			listener[k] = tb5k_listen(name, c, SVC_CONN + k, 0,
+						  &mine[k]);
 	}
-	barrier("listen", mine, NCONN, peer);
+	tb5k_ctl_barrier("listen", &s2.ctl, mine, NCONN, peer);
 	for (k = 0; k < NCONN; k++) {
 		if (conn_listener[k] == s2.me)
 			continue;
@@ -1517,7 +1257,7 @@ static void setup2(int dev, int wait_s, int quick, uint64_t big)
 
 			/* A wrong cookie is refused, and leaves no connection. */
 			first_out = k;
-			ep = connect_start(c, SVC_CONN + k, peer[k] ^ 1);
+			ep = tb5k_connect_start(c, SVC_CONN + k, peer[k] ^ 1);
 			TB5K_CHECK(ep > 0, name, "TB5_IOC_CONNECT: %s",
 				   tb5k_errname((int)ep));
 			TB5K_CHECK(tb5k_wait_event(c, (uint32_t)ep, 0, &cqe, WAIT_MS),
@@ -1529,7 +1269,7 @@ static void setup2(int dev, int wait_s, int quick, uint64_t big)
 			TB5K_CHECK(!tb5k_ep_close(c, (uint32_t)ep), name,
 				   "closing the refused endpoint");
 		}
-		ep = connect_start(c, SVC_CONN + k, peer[k]);
+		ep = tb5k_connect_start(c, SVC_CONN + k, peer[k]);
 		TB5K_CHECK(ep > 0, name, "TB5_IOC_CONNECT (%s): %s", conn_name[k],
 			   tb5k_errname((int)ep));
 		s2.ep[k] = (uint32_t)ep;
@@ -1537,17 +1277,20 @@ static void setup2(int dev, int wait_s, int quick, uint64_t big)
 	for (k = 0; k < NCONN; k++) {
 		if (conn_listener[k] != s2.me)
 			continue;
-		s2.ep[k] = accept_one(name, c, listener[k], WAIT_MS, conn_name[k]);
+		s2.ep[k] = tb5k_accept_one(name, c, listener[k], WAIT_MS,
+					   conn_name[k]);
 		TB5K_CHECK(!tb5k_ep_close(c, listener[k]), name,
 			   "closing the %s listener", conn_name[k]);
 	}
 	for (k = 0; k < NCONN; k++)
 		if (conn_listener[k] != s2.me)
-			connect_wait(name, c, s2.ep[k], conn_name[k]);
+			tb5k_connect_wait(name, c, s2.ep[k], WAIT_MS,
+					  conn_name[k]);
 	/* Both sides hear of their accepts before anything is posted. */
-	barrier("connected", NULL, 0, NULL);
+	tb5k_ctl_barrier("connected", &s2.ctl, NULL, 0, NULL);
 	tb5k_pass("connect (side %c on /dev/tb5_%d: the control connection, "
-		  "%d more; a wrong cookie refused)", side_ch(s2.me), dev, NCONN);
+		  "%d more; a wrong cookie refused)", tb5k_side_ch(s2.me), dev,
+		  NCONN);
 }
 
 /*
@@ -1561,8 +1304,8 @@ static void flow_init2(struct flow *f, int dir, const char *what)
 	f->sctx = dir == s2.me ? 0 : -1;
 	f->rctx = dir != s2.me ? 0 : -1;
 	f->s_ep = f->r_ep = s2.ep[CN_DATA];
-	snprintf(f->name, sizeof(f->name), "%s %c->%c", what, side_ch(dir),
-		 side_ch(!dir));
+	snprintf(f->name, sizeof(f->name), "%s %c->%c", what, tb5k_side_ch(dir),
+		 tb5k_side_ch(!dir));
 }
 
 static void phase2_mixed(int quick)
@@ -1580,7 +1323,7 @@ static void phase2_mixed(int quick)
 	}
 	c0 = link_counts_get(dev, NULL);
 	/* Counters read: the peer's messages may come now. */
-	barrier("mixed", NULL, 0, NULL);
+	tb5k_ctl_barrier("mixed", &s2.ctl, NULL, 0, NULL);
 	xfer_flows(name, f, 2, 0);
 	tb5k_pass("mixed-sizes (%d messages each way, both directions at once, "
 		  "every byte verified)", f[out].nmsgs);
@@ -1614,7 +1357,7 @@ static void phase2_big(uint64_t big)
 
 	/* Both flows at once (a send and a receive here), one, or none. */
 	can = 2 * per_flow + margin <= avail ? 2 : per_flow + margin <= avail;
-	barrier("big", &can, 1, &peer_can);
+	tb5k_ctl_barrier("big", &s2.ctl, &can, 1, &peer_can);
 	at_once = (int)(can < peer_can ? can : peer_can);
 	if (!at_once) {
 		tb5k_skip("big", "MemAvailable is %llu MiB here (%s there); one "
@@ -1670,7 +1413,7 @@ static void foreign_handles(const char *name, uint32_t ep, uint32_t mem,
 
 	for (i = 0; i < NCONN; i++)
 		my_eps[i] = s2.ep[i];
-	my_eps[NCONN] = s2.ctl_ep;
+	my_eps[NCONN] = s2.ctl.ep;
 	tb5k_open(&o, ctx[0].index, 256);
 	for (tries = 0; tries < 16; tries++) {
 		h = tb5k_reg(&o, buf + tries * 4096, 4096);
@@ -1680,7 +1423,8 @@ static void foreign_handles(const char *name, uint32_t ep, uint32_t mem,
 	TB5K_CHECK(tries < 16, name, "16 regions of a second context all have "
 		   "handles of ours");
 	for (tries = 0; tries < 64; tries++) {
-		oep = listen_on(name, &o, SVC_OTHER + (uint64_t)tries, 0, NULL);
+		oep = tb5k_listen(name, &o, SVC_OTHER + (uint64_t)tries, 0,
+				  NULL);
 		if (!handle_in(oep, my_eps, NCONN + 1))
 			break;
 	}
@@ -1713,22 +1457,22 @@ static void phase2_errors(void)
 		.sc = 0, .s_ep = s2.ep[s2.me ? CN_ERR_B : CN_ERR_A],
 		.rc = 0, .r_ep = s2.ep[s2.me ? CN_ERR_A : CN_ERR_B],
 		.r_seed = seed + 0x200 + (uint64_t)!s2.me,
-		.peer = side_ch(!s2.me),
+		.peer = tb5k_side_ch(!s2.me),
 	};
 	uint32_t mems[3];
 
 	err_setup(&e, seed + 0x200 + (uint64_t)s2.me);
-	barrier("errors", NULL, 0, NULL);
+	tb5k_ctl_barrier("errors", &s2.ctl, NULL, 0, NULL);
 	err_messages(&e);
 	err_bad_post(&e);
-	mems[0] = s2.ctl_mem;
+	mems[0] = s2.ctl.mem;
 	mems[1] = e.s_mem;
 	mems[2] = e.r_mem;
 	foreign_handles("bad-post", e.r_ep, e.r_mem, mems, 3);
 	tb5k_pass("bad-post");
 	err_ops_limit(&e);
 	/* Once both sides have posted their ungranted send, each closes. */
-	barrier("errors.close", NULL, 0, NULL);
+	tb5k_ctl_barrier("errors.close", &s2.ctl, NULL, 0, NULL);
 	err_close(&e);
 	s2.ep[CN_ERR_A] = s2.ep[CN_ERR_B] = 0;
 }
@@ -1758,23 +1502,26 @@ static void phase2_cq_full(void)
 	c_mem = tb5k_reg(c, cbuf, len);
 	/* Round 0 fills the queue; round 1, after reaping, connects again. */
 	for (round = 0; round < 2; round++) {
-		sl = listen_on(name, &small, SVC_CQ + 2 * round + s2.me, 0,
-			       &cookie);
-		barrier(round ? "cq-full.listen2" : "cq-full.listen", &cookie, 1,
-			&peer_cookie);
-		c_ep = connect_start(c, SVC_CQ + 2 * round + !s2.me, peer_cookie);
+		sl = tb5k_listen(name, &small, SVC_CQ + 2 * round + s2.me, 0,
+				 &cookie);
+		tb5k_ctl_barrier(round ? "cq-full.listen2" : "cq-full.listen",
+				 &s2.ctl, &cookie, 1, &peer_cookie);
+		c_ep = tb5k_connect_start(c, SVC_CQ + 2 * round + !s2.me,
+					  peer_cookie);
 		TB5K_CHECK(c_ep > 0, name, "TB5_IOC_CONNECT: %s",
 			   tb5k_errname((int)c_ep));
-		s_ep = accept_one(name, &small, sl, WAIT_MS, "the small queue");
-		connect_wait(name, c, (uint32_t)c_ep, "the peer's small queue");
+		s_ep = tb5k_accept_one(name, &small, sl, WAIT_MS,
+				       "the small queue");
+		tb5k_connect_wait(name, c, (uint32_t)c_ep, WAIT_MS,
+				  "the peer's small queue");
 		if (round)
 			break;
 
 		n = cq_fill(name, &small, s_ep, s_mem);
 		/* Fill each of the peer's receives; then close on top. */
-		barrier("cq-full.posted", &n, 1, &peer_n);
+		tb5k_ctl_barrier("cq-full.posted", &s2.ctl, &n, 1, &peer_n);
 		TB5K_CHECK(peer_n <= TB5_UAPI_CQ_MIN, name, "side %c posted %llu "
-			   "receives on a %u-entry queue", side_ch(!s2.me),
+			   "receives on a %u-entry queue", tb5k_side_ch(!s2.me),
 			   (unsigned long long)peer_n, TB5_UAPI_CQ_MIN);
 		first = nex;
 		for (i = 0; i < peer_n; i++) {
@@ -1789,21 +1536,21 @@ static void phase2_cq_full(void)
 		TB5K_CHECK(!ret, name, "closing the endpoint: %s",
 			   tb5k_errname(ret));
 		/* The peer has filled ours and closed: reap nothing till now. */
-		barrier("cq-full.sent", NULL, 0, NULL);
+		tb5k_ctl_barrier("cq-full.sent", &s2.ctl, NULL, 0, NULL);
 		usleep(300000);
 		cq_reap(name, &small, s_ep, sl, (uint32_t)n);
 	}
 	/* The peer heard of our accept: closing now is no refusal. */
-	barrier("cq-full.again", NULL, 0, NULL);
+	tb5k_ctl_barrier("cq-full.again", &s2.ctl, NULL, 0, NULL);
 	ret = tb5k_post1(&small, TB5_OP_RECV, s_ep, s_mem, 1, 0, 8, 0x7000);
 	TB5K_CHECK(!ret, name, "posting after reaping: %s", tb5k_errname(ret));
 	tb5k_close(&small);
 	/* The peer of a context that went away: PEER_CLOSED. */
 	TB5K_CHECK(tb5k_wait_event(c, (uint32_t)c_ep, 0, &cqe, WAIT_MS), name,
 		   "no event after side %c closed its small queue's context",
-		   side_ch(!s2.me));
+		   tb5k_side_ch(!s2.me));
 	TB5K_CHECK(cqe.event == TB5_EVENT_PEER_CLOSED, name,
-		   "after side %c closed its context: %s", side_ch(!s2.me),
+		   "after side %c closed its context: %s", tb5k_side_ch(!s2.me),
 		   tb5k_cqe_str(&cqe));
 	ret = tb5k_ep_close(c, (uint32_t)c_ep);
 	TB5K_CHECK(!ret, name, "closing the endpoint: %s", tb5k_errname(ret));
@@ -1812,8 +1559,8 @@ static void phase2_cq_full(void)
 	tb5k_free(cbuf, len);
 	tb5k_pass("%s (%llu receives then %s; no overrun; side %c filled %llu "
 		  "of ours)", name, (unsigned long long)n,
-		  n == TB5_UAPI_EP_OPS_MAX ? "EAGAIN" : "ENOSPC", side_ch(!s2.me),
-		  (unsigned long long)peer_n);
+		  n == TB5_UAPI_EP_OPS_MAX ? "EAGAIN" : "ENOSPC",
+		  tb5k_side_ch(!s2.me), (unsigned long long)peer_n);
 }
 
 /* phase_handles() split: each side connects, each side accepts. */
@@ -1827,22 +1574,22 @@ static void phase2_handles(void)
 	tb5k_open(&c, ctx[0].index, CQ_ENTRIES);
 
 	/* Refused at once: nobody listens on the peer's end. */
-	barrier("handles", NULL, 0, NULL);
+	tb5k_ctl_barrier("handles", &s2.ctl, NULL, 0, NULL);
 	connect_first_events(name, &c, HANDLE_SERVICE, TB5_EVENT_ERROR,
 			     -ECONNREFUSED);
 	tb5k_pass("%s.refused (%d connects to side %c, each ERROR names its "
-		  "endpoint)", name, HANDLE_ITERS, side_ch(!s2.me));
+		  "endpoint)", name, HANDLE_ITERS, tb5k_side_ch(!s2.me));
 
 	/* Accepted at once: our ACCEPTs race the peer's ioctls, and theirs ours. */
 	acceptor_start(name, &a, &l, HANDLE_SERVICE + 1);
-	barrier("handles.listen", NULL, 0, NULL);
+	tb5k_ctl_barrier("handles.listen", &s2.ctl, NULL, 0, NULL);
 	connect_first_events(name, &c, HANDLE_SERVICE + 1, TB5_EVENT_CONNECTED,
 			     0);
 	/* Keep accepting until the peer is through too. */
-	barrier("handles.done", NULL, 0, NULL);
+	tb5k_ctl_barrier("handles.done", &s2.ctl, NULL, 0, NULL);
 	acceptor_stop(name, &a);
 	tb5k_pass("%s.accepted (%d connects to side %c, each CONNECTED names its "
-		  "endpoint)", name, HANDLE_ITERS, side_ch(!s2.me));
+		  "endpoint)", name, HANDLE_ITERS, tb5k_side_ch(!s2.me));
 
 	tb5k_close(&c);
 	tb5k_close(&l);
@@ -1864,21 +1611,19 @@ static void finish2(void)
 	struct tb5_cqe cqe;
 	int ret;
 
-	barrier("end", NULL, 0, NULL);
+	tb5k_ctl_barrier("end", &s2.ctl, NULL, 0, NULL);
 	ret = tb5k_ep_close(c, own);
 	TB5K_CHECK(!ret, name, "closing our fin endpoint: %s", tb5k_errname(ret));
 	TB5K_CHECK(tb5k_wait_event(c, theirs, 0, &cqe, BARRIER_MS), name,
 		   "side %c did not close its fin endpoint within %d s",
-		   side_ch(!s2.me), BARRIER_MS / 1000);
+		   tb5k_side_ch(!s2.me), BARRIER_MS / 1000);
 	TB5K_CHECK(cqe.event == TB5_EVENT_PEER_CLOSED && cqe.status == -ECONNRESET,
 		   name, "the peer's fin endpoint: %s, wanted PEER_CLOSED",
 		   tb5k_cqe_str(&cqe));
-	TB5K_CHECK(!tb5k_dereg(c, s2.ctl_mem), name, "deregistering the "
-		   "control region failed");
+	tb5k_ctl_release(name, &s2.ctl);
 	tb5k_close(c);
-	tb5k_free(s2.ctl_buf, 2 * CTL_SLOT);
-	tb5k_pass("end (%u barriers; side %c is done too)", s2.step,
-		  side_ch(!s2.me));
+	tb5k_pass("end (%u barriers; side %c is done too)", s2.ctl.step,
+		  tb5k_side_ch(!s2.me));
 }
 
 static int run2(int me, int dev, int wait_s, int quick, uint64_t big)
@@ -1887,9 +1632,9 @@ static int run2(int me, int dev, int wait_s, int quick, uint64_t big)
 
 	s2.me = me;
 	nctx = 1;
-	lck0 = vmlck_kib();
-	tb5k_note("side %c on /dev/tb5_%d, seed 0x%llx%s", side_ch(me), dev,
-		  (unsigned long long)seed, quick ? ", quick" : "");
+	lck0 = tb5k_vmlck_kib();
+	tb5k_note("side %c on /dev/tb5_%d, seed 0x%llx%s", tb5k_side_ch(me),
+		  dev, (unsigned long long)seed, quick ? ", quick" : "");
 	setup2(dev, wait_s, quick, big);
 	phase2_mixed(quick);
 	if (!quick && big)
@@ -1906,7 +1651,7 @@ static int run2(int me, int dev, int wait_s, int quick, uint64_t big)
 	 * ends are on one host (a loop pair).
 	 */
 	end = tb5k_now_ms() + 5000;
-	while ((lck = vmlck_kib()) != lck0 && tb5k_now_ms() < end)
+	while ((lck = tb5k_vmlck_kib()) != lck0 && tb5k_now_ms() < end)
 		usleep(20000);
 	TB5K_CHECK(lck == lck0, "pinned", "VmLck is %llu kB after closing "
 		   "everything, was %llu kB", (unsigned long long)lck,
