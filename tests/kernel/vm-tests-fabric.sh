@@ -38,6 +38,13 @@
 #                   both hosts, the transfer fails instead of hanging, and
 #                   after the cables go back in the links come back and
 #                   carry verified data again
+#   fabric.unplug.ops
+#                   with one cable: tb5k-unplug --side a|b, the cable pulled
+#                   by a, then by b, with sends, receives and a 64 MiB
+#                   message pending: on each side every operation -ENOLINK,
+#                   ERROR events, EP_QUERY, posts refused, the node gone
+#                   while the file holds the old end; then a new
+#                   connection over the link that came back, verified
 #   fabric.busremove
 #                   host a's host controllers unbound (what `rmmod
 #                   thunderbolt` does to the bus) under a live transfer:
@@ -497,6 +504,31 @@ for puller in a b; do
 	barrier "$check"
 	pass "$check"
 done
+
+# unplug.ops: tb5k-unplug, one side per host, the cable pulled by a, then
+# by b, with operations of every kind pending: each side checks its own
+# (-ENOLINK everywhere, ERROR events, EP_QUERY, posts refused, the node
+# gone while the open file holds the old end), then both meet again over
+# the link that comes back. With one cable only: with two, both links lead
+# to the same peer and come back in either order, so the two sides could
+# not tell which of them is the cable they were on (fabric.unplug.* above
+# covers two cables).
+check=fabric.unplug.ops
+if [ "$CABLES" = 1 ]; then
+	pull="for d in $PCI/0000:*; do echo 0 > \$d/tbemu/plugged; done"
+	plug="for d in $PCI/0000:*; do echo 1 > \$d/tbemu/plugged; done"
+	tb5k-unplug --side "$ROLE" --dev "/dev/$(first_link)" --puller a --rounds 2 \
+		--big-mib 64 --connect-s 300 --pull-cmd "$pull" --plug-cmd "$plug" \
+		>"$TMP/unplug.out" 2>&1
+	rc=$?
+	sed 's/^/#   /' "$TMP/unplug.out"
+	[ "$rc" = 0 ] || fail "$check" "tb5k-unplug --side $ROLE exited with status $rc"
+	wait_ready "$CABLES" 120 || fail "$check" "the links did not come back"
+	barrier "$check"
+else
+	note "$check: SKIP: $CABLES cables to one peer"
+fi
+pass "$check"
 
 # busremove: a's controllers unbound under a transfer, then bound again.
 check=fabric.busremove
