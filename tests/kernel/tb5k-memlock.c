@@ -23,27 +23,10 @@
 
 #define KIB 1024u
 
-static uint64_t vmlck_kib(void)
-{
-	char line[256];
-	unsigned long long v = ~0ull;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	if (!f)
-		tb5k_fail("vmlck", "/proc/self/status: %s", strerror(errno));
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "VmLck:", 6))
-			v = strtoull(line + 6, NULL, 10);
-	fclose(f);
-	if (v == ~0ull)
-		tb5k_fail("vmlck", "no VmLck in /proc/self/status");
-	return v;
-}
-
 static void expect_lck(const char *name, uint64_t want_kib, uint64_t pinned0,
 		       uint64_t want_pages)
 {
-	uint64_t v = vmlck_kib(), p = tb5k_pinned_pages();
+	uint64_t v = tb5k_vmlck_kib(), p = tb5k_pinned_pages();
 
 	TB5K_CHECK(v == want_kib, name, "VmLck is %llu kB, wanted %llu kB",
 		   (unsigned long long)v, (unsigned long long)want_kib);
@@ -113,10 +96,6 @@ int main(void)
 	TB5K_CHECK(waitpid(pid, &status, 0) == pid, "wait", "%s", strerror(errno));
 	TB5K_CHECK(WIFEXITED(status) && !WEXITSTATUS(status), "child",
 		   "the child failed (status 0x%x)", status);
-	TB5K_CHECK(tb5k_wait_pinned(pinned0, 5000) == pinned0, "pinned",
-		   "pinned_pages is %llu, was %llu",
-		   (unsigned long long)tb5k_pinned_pages(),
-		   (unsigned long long)pinned0);
-	tb5k_pass("pinned (back to %llu)", (unsigned long long)pinned0);
+	tb5k_check_pinned_back(pinned0);
 	return 0;
 }

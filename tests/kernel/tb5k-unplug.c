@@ -1017,7 +1017,7 @@ static int run2(int dev)
 	static struct tb5k_ctx ctxs[2];
 	struct tb5k_ctx *c = &ctxs[0];
 	struct tb5k_ctl ctl;
-	uint64_t lck0, lck, end;
+	uint64_t lck0;
 	int r;
 
 	lck0 = tb5k_vmlck_kib();
@@ -1041,13 +1041,7 @@ static int run2(int dev)
 	finish2(c, &ctl);
 
 	/* pinned_pages counts the peer's too where it is on this host. */
-	end = tb5k_now_ms() + 5000;
-	while ((lck = tb5k_vmlck_kib()) != lck0 && tb5k_now_ms() < end)
-		usleep(20000);
-	TB5K_CHECK(lck == lck0, "pinned", "VmLck is %llu kB after closing "
-		   "everything, was %llu kB", (unsigned long long)lck,
-		   (unsigned long long)lck0);
-	tb5k_pass("pinned (VmLck back to %llu kB)", (unsigned long long)lck0);
+	tb5k_check_vmlck_back(lck0);
 	return 0;
 }
 
@@ -1127,10 +1121,6 @@ int main(int argc, char **argv)
 	one_round(1, big / 2);
 	tb5k_close(&ctx[0]);
 	tb5k_close(&ctx[1]);
-	TB5K_CHECK(tb5k_wait_pinned(pinned0, 5000) == pinned0, "pinned",
-		   "pinned_pages is %llu after closing everything, was %llu",
-		   (unsigned long long)tb5k_pinned_pages(),
-		   (unsigned long long)pinned0);
-	tb5k_pass("pinned (back to %llu)", (unsigned long long)pinned0);
+	tb5k_check_pinned_back(pinned0);
 	return 0;
 }

@@ -1628,7 +1628,7 @@ static void finish2(void)
 
 static int run2(int me, int dev, int wait_s, int quick, uint64_t big)
 {
-	uint64_t lck0, lck, end;
+	uint64_t lck0;
 
 	s2.me = me;
 	nctx = 1;
@@ -1650,13 +1650,7 @@ static int run2(int me, int dev, int wait_s, int quick, uint64_t big)
 	 * This process's pins: pinned_pages counts the peer's too where both
 	 * ends are on one host (a loop pair).
 	 */
-	end = tb5k_now_ms() + 5000;
-	while ((lck = tb5k_vmlck_kib()) != lck0 && tb5k_now_ms() < end)
-		usleep(20000);
-	TB5K_CHECK(lck == lck0, "pinned", "VmLck is %llu kB after closing "
-		   "everything, was %llu kB", (unsigned long long)lck,
-		   (unsigned long long)lck0);
-	tb5k_pass("pinned (VmLck back to %llu kB)", (unsigned long long)lck0);
+	tb5k_check_vmlck_back(lck0);
 	return 0;
 }
 
@@ -1739,10 +1733,6 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < 2 * npairs; i++)
 		tb5k_close(&ctx[i]);
-	TB5K_CHECK(tb5k_wait_pinned(pinned0, 5000) == pinned0, "pinned",
-		   "pinned_pages is %llu after closing everything, was %llu",
-		   (unsigned long long)tb5k_pinned_pages(),
-		   (unsigned long long)pinned0);
-	tb5k_pass("pinned (back to %llu)", (unsigned long long)pinned0);
+	tb5k_check_pinned_back(pinned0);
 	return 0;
 }

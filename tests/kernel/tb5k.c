@@ -836,6 +836,27 @@ uint64_t tb5k_vmlck_kib(void)
 	return v;
 }
 
+void tb5k_check_vmlck_back(uint64_t lck0)
+{
+	uint64_t end = tb5k_now_ms() + 5000, lck;
+
+	while ((lck = tb5k_vmlck_kib()) != lck0 && tb5k_now_ms() < end)
+		usleep(20000);
+	TB5K_CHECK(lck == lck0, "pinned", "VmLck is %llu kB after closing "
+		   "everything, was %llu kB", (unsigned long long)lck,
+		   (unsigned long long)lck0);
+	tb5k_pass("pinned (VmLck back to %llu kB)", (unsigned long long)lck0);
+}
+
+void tb5k_check_pinned_back(uint64_t pinned0)
+{
+	TB5K_CHECK(tb5k_wait_pinned(pinned0, 5000) == pinned0, "pinned",
+		   "pinned_pages is %llu after closing everything, was %llu",
+		   (unsigned long long)tb5k_pinned_pages(),
+		   (unsigned long long)pinned0);
+	tb5k_pass("pinned (back to %llu)", (unsigned long long)pinned0);
+}
+
 uint32_t tb5k_listen(const char *name, struct tb5k_ctx *c, uint64_t service,
 		     uint32_t flags, uint64_t *cookie)
 {

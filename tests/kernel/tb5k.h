@@ -185,6 +185,16 @@ int64_t tb5k_verify_byte(const void *buf, size_t len, uint8_t byte);
 char tb5k_side_ch(int side);
 /* VmLck of this process in kB: what its registrations pin. */
 uint64_t tb5k_vmlck_kib(void);
+/*
+ * Check "pinned": VmLck back to @lck0 kB within 5 s (the module unpins as
+ * the last file closes), then PASS.
+ */
+void tb5k_check_vmlck_back(uint64_t lck0);
+/*
+ * Check "pinned": /sys/class/tb5/pinned_pages back to @pinned0 within 5 s
+ * once everything is closed, then PASS.
+ */
+void tb5k_check_pinned_back(uint64_t pinned0);
 /* TB5_IOC_LISTEN; the cookie (0 for a well-known one) in *@cookie. */
 uint32_t tb5k_listen(const char *name, struct tb5k_ctx *c, uint64_t service,
 		     uint32_t flags, uint64_t *cookie);
