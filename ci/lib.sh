@@ -15,7 +15,7 @@ TB5_DEPS_BUILD=(build-essential cmake ninja-build pkg-config
 		libcli11-dev nlohmann-json3-dev)
 # shellcheck disable=SC2034  # used by ci/test.sh
 TB5_DEPS_TEST=("${TB5_DEPS_BUILD[@]}" clang libclang-rt-14-dev linux-headers-amd64
-		sparse)
+		sparse socat)
 # What the packages need (ci/package.sh, ci/package-install.sh): CPack's DEB
 # helpers, rpmbuild, the linters, an apt repository, a Debian 12 made with
 # debootstrap, its disk image, QEMU.
