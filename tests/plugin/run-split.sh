@@ -18,7 +18,7 @@ shift
 command -v socat >/dev/null || { echo "run-split.sh: needs socat (apt install socat)" >&2; exit 77; }
 tmp=$(mktemp -d /tmp/tb5-split-XXXXXX)
 cleanup() {
-	[ -n "${line:-}" ] && kill "$line" 2>/dev/null || true
+	if [ -n "${line:-}" ]; then kill "$line" 2>/dev/null || true; fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -51,6 +51,8 @@ done
 pa=$(grep -o '\[  PASSED  \] [0-9]* tests' "$tmp/a.out" | grep -o '[0-9]*' || true)
 pb=$(grep -o '\[  PASSED  \] [0-9]* tests' "$tmp/b.out" | grep -o '[0-9]*' || true)
 [ "$rc" = 0 ] || { echo "run-split.sh: a rank failed" >&2; exit 1; }
-[ -n "$pa" ] && [ "$pa" = "$pb" ] ||
-	{ echo "run-split.sh: a passed '${pa:-no}' tests, b '${pb:-no}'" >&2; exit 1; }
+if [ -z "$pa" ] || [ "$pa" != "$pb" ]; then
+	echo "run-split.sh: a passed '${pa:-no}' tests, b '${pb:-no}'" >&2
+	exit 1
+fi
 echo "run-split.sh: both ranks passed $pa tests"
