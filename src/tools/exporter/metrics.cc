@@ -130,10 +130,12 @@ std::string Format(const Snapshot &snap)
 	static const Gauge kGauges[] = {
 		{"tb5_link_state", "Link state: 0 down, 1 up (no peer yet), 2 ready.",
 		 [](const LinkSample &l) -> uint64_t { return l.state; }},
-		{"tb5_link_ring_size", "Descriptors per TX and per RX ring.",
+		{"tb5_link_ring_size", "Descriptors per TX and per RX ring (a count).",
 		 [](const LinkSample &l) -> uint64_t { return l.ring_size; }},
-		{"tb5_link_speed_mbps", "Link rate in Mbit/s; 0 when unknown or unlimited.",
-		 [](const LinkSample &l) -> uint64_t { return l.speed_mbps; }},
+		{"tb5_link_speed_bytes_per_second",
+		 "Link rate in bytes per second (the kernel's Mbit/s times 125000); 0 when "
+		 "unknown or unlimited.",
+		 [](const LinkSample &l) -> uint64_t { return uint64_t{l.speed_mbps} * 125000u; }},
 		{"tb5_link_counters_available",
 		 "1 when the link could be opened to read its counters (0: no permission; "
 		 "add the exporter to group tb5).",

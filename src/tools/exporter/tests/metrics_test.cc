@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // The exporter's text format: families with HELP and TYPE, label escaping,
-// counters only where a link could be opened, the plugin's counters, and
-// the request line parser.
-#include "http.hpp"
+// counters only where a link could be opened, the plugin's counters.
 #include "metrics.hpp"
 
 #include <gtest/gtest.h>
@@ -40,6 +38,7 @@ Snapshot TwoLinks()
 	a.local_host = 0x10;
 	a.peer_host = 0x11;
 	a.ring_size = 4096;
+	a.speed_mbps = 80000;
 	a.have_counters = true;
 	a.tx_frames = 3;
 	a.tx_bytes = 12288;
@@ -101,6 +100,8 @@ TEST(ExporterFormat, LinksAndCounters)
 	EXPECT_TRUE(Has(text, "# TYPE tb5_link_tx_bytes_total counter"));
 	EXPECT_TRUE(Has(text, "tb5_link_state{link=\"tb5_0\"} 2"));
 	EXPECT_TRUE(Has(text, "tb5_link_ring_size{link=\"tb5_1\"} 1024"));
+	// Base units: 80 Gbit/s is 10 GB/s.
+	EXPECT_TRUE(Has(text, "tb5_link_speed_bytes_per_second{link=\"tb5_0\"} 10000000000"));
 	EXPECT_TRUE(Has(text, "tb5_link_tx_bytes_total{link=\"tb5_0\"} 12288"));
 	EXPECT_TRUE(Has(text, "tb5_link_rx_frames_total{link=\"tb5_0\"} 4"));
 	EXPECT_TRUE(Has(text, "tb5_link_errors_total{link=\"tb5_0\"} 1"));
@@ -140,18 +141,4 @@ TEST(ExporterFormat, PluginCounters)
 	EXPECT_TRUE(Has(text, "tb5_plugin_rx_ops_total{link=\"tb5_0\"} 7"));
 	EXPECT_TRUE(Has(text, "tb5_plugin_processes{link=\"tb5_0\"} 2"));
 	EXPECT_TRUE(Has(text, "# TYPE tb5_plugin_processes gauge"));
-}
-
-TEST(ExporterHttp, RequestLine)
-{
-	std::string m, p;
-	ASSERT_TRUE(tb5exporter::ParseRequestLine("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", m, p));
-	EXPECT_EQ(m, "GET");
-	EXPECT_EQ(p, "/metrics");
-	ASSERT_TRUE(tb5exporter::ParseRequestLine("HEAD /metrics?x=1 HTTP/1.0\n\n", m, p));
-	EXPECT_EQ(m, "HEAD");
-	EXPECT_EQ(p, "/metrics");
-	EXPECT_FALSE(tb5exporter::ParseRequestLine("GET /metrics\r\n", m, p));
-	EXPECT_FALSE(tb5exporter::ParseRequestLine("garbage", m, p));
-	EXPECT_FALSE(tb5exporter::ParseRequestLine(" / HTTP/1.1\r\n", m, p));
 }

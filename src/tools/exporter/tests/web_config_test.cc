@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+//
+// web_config_test.cc - the web-config file: what it accepts, what it
+// refuses by name, and basic auth's password check.
+#include "web_config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace {
+
+using tb5exporter::ParseWebConfig;
+using tb5exporter::WebConfig;
+
+// bcrypt of "right-pass" at cost 4 (cheap for a test; real ones use 10+).
+const char kHash[] = "$2b$04$ll6qxiijvygHYrLTpUIwB.3C4LHBA5Pt3mAlGCm39K08k0N5g2QYy";
+
+std::string Refusal(const std::string &yaml, const std::string &dir = "/nonexistent")
+{
+	WebConfig c;
+	std::string error;
+	EXPECT_FALSE(ParseWebConfig(yaml, dir, &c, &error)) << yaml;
+	return error;
+}
+
+TEST(WebConfig, EmptyMeansPlainHttpWithoutAuth)
+{
+	WebConfig c;
+	std::string error;
+	ASSERT_TRUE(ParseWebConfig("", ".", &c, &error)) << error;
+	EXPECT_FALSE(c.tls);
+	EXPECT_TRUE(c.users.empty());
+	ASSERT_TRUE(ParseWebConfig("# nothing\n", ".", &c, &error)) << error;
+}
+
+TEST(WebConfig, BasicAuthUsers)
+{
+	WebConfig c;
+	std::string error;
+	ASSERT_TRUE(ParseWebConfig(std::string("basic_auth_users:\n  prom: ") + kHash + "\n", ".",
+				   &c, &error))
+		<< error;
+	ASSERT_EQ(c.users.size(), 1u);
+	EXPECT_TRUE(c.CheckPassword("prom", "right-pass"));
+	EXPECT_FALSE(c.CheckPassword("prom", "wrong-pass"));
+	EXPECT_FALSE(c.CheckPassword("prom", ""));
+	EXPECT_FALSE(c.CheckPassword("nobody", "right-pass"));
+}
+
+TEST(WebConfig, RefusesWhatItCannotHonour)
+{
+	EXPECT_NE(Refusal("basic_auth_users:\n  prom: plaintext\n").find("not a bcrypt hash"),
+		  std::string::npos);
+	EXPECT_NE(Refusal("tls_server_config:\n  cert_file: a.crt\n").find("both required"),
+		  std::string::npos);
+	EXPECT_NE(Refusal("tls_server_config:\n  cert_file: a\n  key_file: b\n  "
+			  "client_auth_type: RequireAndVerifyClientCert\n")
+			  .find("NoClientCert"),
+		  std::string::npos);
+	EXPECT_NE(Refusal("tls_server_config:\n  cert_file: a\n  key_file: b\n  "
+			  "client_ca_file: c\n")
+			  .find("client_ca_file: not supported"),
+		  std::string::npos);
+	EXPECT_NE(Refusal("http_server_config:\n  http2: false\n").find("not supported"),
+		  std::string::npos);
+	EXPECT_NE(Refusal("basic_auth_user:\n  prom: x\n").find("unknown key"), std::string::npos);
+	EXPECT_NE(Refusal("- a\n- b\n").find("not a mapping"), std::string::npos);
+	EXPECT_NE(Refusal("tls_server_config: [\n").find("not YAML"), std::string::npos);
+	EXPECT_NE(Refusal("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: SSL3\n")
+			  .find("min_version"),
+		  std::string::npos);
+	// Files that are not there are named.
+	EXPECT_NE(Refusal("tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n")
+			  .find("/nonexistent/a.crt: cannot be read"),
+		  std::string::npos);
+}
+
+TEST(WebConfig, TlsFilesRelativeToTheConfig)
+{
+	char tmpl[] = "/tmp/tb5-webcfg-XXXXXX";
+	const char *dir = mkdtemp(tmpl);
+	ASSERT_TRUE(dir);
+	std::ofstream(std::string(dir) + "/x.crt") << "CERT";
+	std::ofstream(std::string(dir) + "/x.key") << "KEY";
+	std::ofstream(std::string(dir) + "/web.yml")
+		<< "tls_server_config:\n  cert_file: x.crt\n  key_file: x.key\n  min_version: TLS13\n";
+	WebConfig c;
+	std::string error;
+	ASSERT_TRUE(tb5exporter::LoadWebConfig(std::string(dir) + "/web.yml", &c, &error)) << error;
+	EXPECT_TRUE(c.tls);
+	EXPECT_EQ(c.cert_pem, "CERT");
+	EXPECT_EQ(c.key_pem, "KEY");
+	EXPECT_EQ(c.cert_file, std::string(dir) + "/x.crt");
+	EXPECT_EQ(c.TlsPriorities(), "NORMAL:-VERS-TLS1.0:-VERS-TLS1.1:-VERS-TLS1.2");
+	WebConfig d;
+	d.min_version = "TLS12";
+	EXPECT_EQ(d.TlsPriorities(), "NORMAL:-VERS-TLS1.0:-VERS-TLS1.1");
+	EXPECT_FALSE(tb5exporter::LoadWebConfig(std::string(dir) + "/none.yml", &c, &error));
+	EXPECT_NE(error.find("none.yml: cannot be read"), std::string::npos) << error;
+	(void)!std::system(("rm -rf '" + std::string(dir) + "'").c_str());
+}
+
+} // namespace

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+//
+// web_config.cc - see web_config.hpp.
+#include "web_config.hpp"
+
+#include <crypt.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+
+namespace tb5exporter {
+
+namespace {
+
+bool ReadFile(const std::string &path, std::string *out, std::string *error)
+{
+	std::ifstream in(path, std::ios::binary);
+	if (!in) {
+		*error = path + ": cannot be read";
+		return false;
+	}
+	std::ostringstream s;
+	s << in.rdbuf();
+	*out = s.str();
+	return true;
+}
+
+std::string Resolve(const std::string &dir, const std::string &path)
+{
+	if (path.empty() || path[0] == '/' || dir.empty())
+		return path;
+	return dir + "/" + path;
+}
+
+// The keys of @node not in @known, one of them named in *error.
+bool OnlyKnownKeys(const YAML::Node &node, const std::set<std::string> &known,
+		   const std::set<std::string> &refused, const std::string &where,
+		   std::string *error)
+{
+	for (const auto &kv : node) {
+		const std::string key = kv.first.as<std::string>();
+		if (refused.count(key)) {
+			*error = where + key + ": not supported by tb5-exporter";
+			return false;
+		}
+		if (!known.count(key)) {
+			*error = where + key + ": unknown key";
+			return false;
+		}
+	}
+	return true;
+}
+
+bool IsBcrypt(const std::string &hash)
+{
+	// $2a$, $2b$ or $2y$, a two-digit cost, $, 53 characters of salt and hash.
+	return hash.size() == 60 && hash[0] == '$' && hash[1] == '2' &&
+	       (hash[2] == 'a' || hash[2] == 'b' || hash[2] == 'y') && hash[3] == '$' &&
+	       hash[6] == '$';
+}
+
+} // namespace
+
+std::string WebConfig::TlsPriorities() const
+{
+	// GnuTLS's defaults, minus the versions below min_version.
+	std::string p = "NORMAL";
+	static const char *const kOrder[] = {"TLS10", "TLS11", "TLS12", "TLS13"};
+	static const char *const kGnutls[] = {"-VERS-TLS1.0", "-VERS-TLS1.1", "-VERS-TLS1.2",
+					      "-VERS-TLS1.3"};
+	for (int i = 0; i < 4 && min_version != kOrder[i]; i++)
+		p += std::string(":") + kGnutls[i];
+	return p;
+}
+
+bool WebConfig::CheckPassword(const std::string &user, const std::string &password) const
+{
+	auto it = users.find(user);
+	// An unknown user costs a hash too, so that timing does not say which
+	// names exist.
+	static const std::string kDummy =
+		"$2y$10$2b2cU8CPhOTaGrs1HRQuAueS7JTT5ZHsHSzYiFPm1leZck7Mc8T4W";
+	const std::string &hash = it == users.end() ? kDummy : it->second;
+	auto data = std::make_unique<crypt_data>();
+	const char *out = crypt_r(password.c_str(), hash.c_str(), data.get());
+	if (!out || out[0] == '*')
+		return false;
+	// Compared in constant time.
+	const std::string got(out);
+	if (got.size() != hash.size())
+		return false;
+	unsigned char diff = 0;
+	for (size_t i = 0; i < got.size(); i++)
+		diff |= (unsigned char)(got[i] ^ hash[i]);
+	return diff == 0 && it != users.end();
+}
+
+bool ParseWebConfig(const std::string &yaml, const std::string &dir, WebConfig *out,
+		    std::string *error)
+{
+	WebConfig c;
+	YAML::Node root;
+	try {
+		root = YAML::Load(yaml);
+	} catch (const YAML::Exception &e) {
+		*error = std::string("not YAML: ") + e.what();
+		return false;
+	}
+	if (root.IsNull()) {
+		*out = c;
+		return true;	// an empty file: plain HTTP, no auth
+	}
+	if (!root.IsMap()) {
+		*error = "the top level is not a mapping";
+		return false;
+	}
+	try {
+		if (!OnlyKnownKeys(root, {"tls_server_config", "basic_auth_users"},
+				   {"http_server_config"}, "", error))
+			return false;
+		if (const YAML::Node tls = root["tls_server_config"]; tls && !tls.IsNull()) {
+			if (!tls.IsMap()) {
+				*error = "tls_server_config: not a mapping";
+				return false;
+			}
+			if (!OnlyKnownKeys(tls, {"cert_file", "key_file", "min_version", "client_auth_type"},
+					   {"cert", "key", "client_ca_file", "cipher_suites",
+					    "curve_preferences", "max_version",
+					    "prefer_server_cipher_suites", "client_allowed_sans"},
+					   "tls_server_config.", error))
+				return false;
+			if (tls["client_auth_type"] &&
+			    tls["client_auth_type"].as<std::string>() != "NoClientCert") {
+				*error = "tls_server_config.client_auth_type: only NoClientCert is supported";
+				return false;
+			}
+			c.cert_file = Resolve(dir, tls["cert_file"] ? tls["cert_file"].as<std::string>() : "");
+			c.key_file = Resolve(dir, tls["key_file"] ? tls["key_file"].as<std::string>() : "");
+			if (c.cert_file.empty() || c.key_file.empty()) {
+				*error = "tls_server_config: cert_file and key_file are both required";
+				return false;
+			}
+			if (tls["min_version"]) {
+				c.min_version = tls["min_version"].as<std::string>();
+				if (c.min_version != "TLS10" && c.min_version != "TLS11" &&
+				    c.min_version != "TLS12" && c.min_version != "TLS13") {
+					*error = "tls_server_config.min_version: " + c.min_version +
+						 " (TLS10, TLS11, TLS12 or TLS13)";
+					return false;
+				}
+			}
+			if (!ReadFile(c.cert_file, &c.cert_pem, error) ||
+			    !ReadFile(c.key_file, &c.key_pem, error))
+				return false;
+			c.tls = true;
+		}
+		if (const YAML::Node users = root["basic_auth_users"]; users && !users.IsNull()) {
+			if (!users.IsMap()) {
+				*error = "basic_auth_users: not a mapping of user to bcrypt hash";
+				return false;
+			}
+			for (const auto &kv : users) {
+				const std::string user = kv.first.as<std::string>();
+				const std::string hash = kv.second.as<std::string>();
+				if (user.empty() || user.find(':') != std::string::npos) {
+					*error = "basic_auth_users: '" + user + "' is not a user name";
+					return false;
+				}
+				if (!IsBcrypt(hash)) {
+					*error = "basic_auth_users." + user +
+						 ": not a bcrypt hash (make one with htpasswd -nBC 10 " + user + ")";
+					return false;
+				}
+				c.users[user] = hash;
+			}
+		}
+	} catch (const YAML::Exception &e) {
+		*error = std::string("bad value: ") + e.what();
+		return false;
+	}
+	*out = std::move(c);
+	return true;
+}
+
+bool LoadWebConfig(const std::string &path, WebConfig *out, std::string *error)
+{
+	std::string text;
+	if (!ReadFile(path, &text, error))
+		return false;
+	const size_t slash = path.rfind('/');
+	const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+	if (!ParseWebConfig(text, dir, out, error)) {
+		*error = path + ": " + *error;
+		return false;
+	}
+	return true;
+}
+
+} // namespace tb5exporter

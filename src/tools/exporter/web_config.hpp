@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+//
+// web_config.hpp - the exporter's TLS and basic-auth settings, read from a
+// web-config file as Prometheus exporters have it (the format of
+// prometheus/exporter-toolkit, docs/web-configuration.md):
+//
+//   tls_server_config:
+//     cert_file: /etc/tb5/exporter.crt   # PEM; relative paths are taken
+//     key_file: /etc/tb5/exporter.key    # from the file's directory
+//     min_version: TLS12                 # TLS10..TLS13, default TLS12
+//   basic_auth_users:
+//     prometheus: $2y$10$...             # bcrypt hashes only
+//
+// What the toolkit has and tb5-exporter does not (client certificates,
+// cipher lists, http_server_config) is refused by name rather than ignored,
+// as are unknown keys: a setting that is silently dropped is a hole.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace tb5exporter {
+
+struct WebConfig {
+	bool tls = false;
+	std::string cert_pem, key_pem;	// the files' contents
+	std::string cert_file, key_file;
+	std::string min_version = "TLS12";
+	std::map<std::string, std::string> users;	// name -> bcrypt hash
+
+	// The GnuTLS priority string for min_version.
+	std::string TlsPriorities() const;
+	// True when @user is listed and @password matches its hash.
+	bool CheckPassword(const std::string &user, const std::string &password) const;
+};
+
+// Reads and checks @path. False with *error naming the file and the key.
+bool LoadWebConfig(const std::string &path, WebConfig *out, std::string *error);
+
+// Parses @yaml (the file's text; @dir resolves relative paths). For tests.
+bool ParseWebConfig(const std::string &yaml, const std::string &dir, WebConfig *out,
+		    std::string *error);
+
+} // namespace tb5exporter
