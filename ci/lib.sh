@@ -12,10 +12,11 @@ TB5_JOBS=$(nproc)
 # headers of Debian's kernel to build the core with Kbuild.
 TB5_DEPS_BUILD=(build-essential cmake ninja-build pkg-config
 		googletest libgtest-dev libgmock-dev libbenchmark-dev
-		libcli11-dev nlohmann-json3-dev libmicrohttpd-dev libyaml-cpp-dev)
+		libcli11-dev nlohmann-json3-dev libmicrohttpd-dev libyaml-cpp-dev
+		go-md2man python3)
 # shellcheck disable=SC2034  # used by ci/test.sh
 TB5_DEPS_TEST=("${TB5_DEPS_BUILD[@]}" clang libclang-rt-14-dev linux-headers-amd64
-		sparse socat curl openssl prometheus)
+		sparse socat curl openssl prometheus man-db)
 # What the packages need (ci/package.sh, ci/package-install.sh): CPack's DEB
 # helpers, rpmbuild, the linters, an apt repository, a Debian 12 made with
 # debootstrap, its disk image, QEMU.
