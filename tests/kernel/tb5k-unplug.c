@@ -52,14 +52,17 @@
  *   - sysfs of its end: on a loop pair the node stays and reads "down",
  *     peer_id "none", plugged 0, and the other loop pairs stay ready; on
  *     the tb backend the node of the pulled cable goes away (its open file
- *     keeps the old end, down for good), which is what is checked, and the
- *     other links are not (the pull command may pull every cable);
+ *     keeps the old end, down for good) while the host's other tb links
+ *     stay ready (so --pull-cmd must pull this link's cable only);
  *   - no barrier is possible while the cable is out: the puller gives the
  *     other side 5 s to look, then runs --plug-cmd; each side waits (120 s)
  *     for its link to come back ready to the same peer: on a loop pair the
  *     same tb5_<N>, on the tb backend a new end, /dev/tb5_<M> with M
  *     perhaps another number, found by scanning /sys/class/tb5 for a
- *     ready link of the same backend and peer (the old number first);
+ *     ready link of the same backend and peer on the same XDomain (the
+ *     device its service sits on, which names the cable, or the port on
+ *     hardware, and comes back under the same name: with two cables to one
+ *     peer, the other cable's link is not ours; the old number first);
  *   - each side opens the link again and the two meet again over it (a
  *     new control connection, like at the start), then: on a loop pair
  *     the other side connects to the puller's listener that stayed
@@ -446,29 +449,55 @@ static int link_present(int n)
 	return !access(path, F_OK);
 }
 
-/* Link @n is ready, of our backend, and its peer is @peer. */
-static int link_is(int n, const char *peer)
+/*
+ * Where link @n sits, in @buf: the sysfs path of the XDomain its tb
+ * service is on (tb5_<n>/device is the service). Pulling the cable
+ * removes the XDomain with the link; plugging it back makes both anew
+ * under the same path (tbemu names the XDomain by its cable and end, as
+ * thunderbolt.ko names it by its port), perhaps with another tb5_<n>.
+ * Empty for a loop end, which has no parent device.
+ */
+static void link_place(int n, char *buf, size_t size)
 {
-	char buf[64];
+	char path[128], *real, *slash;
 
-	return !tb5k_link_text(n, "state", buf, sizeof(buf)) &&
-	       !strcmp(buf, "ready") && backend_of(n) == u.backend &&
-	       !tb5k_link_text(n, "peer_id", buf, sizeof(buf)) &&
-	       !strcmp(buf, peer);
+	buf[0] = '\0';
+	tb5k_link_attr_path(path, sizeof(path), n, "device");
+	real = realpath(path, NULL);
+	if (!real)
+		return;
+	slash = strrchr(real, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(buf, size, "%s", real);
+	free(real);
+}
+
+/* Link @n is ready, of our backend, its peer @peer, at @place. */
+static int link_is(int n, const char *peer, const char *place)
+{
+	char buf[256];
+
+	if (tb5k_link_text(n, "state", buf, sizeof(buf)) ||
+	    strcmp(buf, "ready") || backend_of(n) != u.backend ||
+	    tb5k_link_text(n, "peer_id", buf, sizeof(buf)) || strcmp(buf, peer))
+		return 0;
+	link_place(n, buf, sizeof(buf));
+	return !strcmp(buf, place);
 }
 
 /*
- * The ready link to @peer: @prefer when it is one (a loop pair's node
- * stays; a tb end may come back under its old number), else the first one
- * /sys/class/tb5 lists. -1 when there is none.
+ * The ready link to @peer at @place: @prefer when it is one (a loop pair's
+ * node stays; a tb end may come back under its old number), else the first
+ * one /sys/class/tb5 lists. -1 when there is none.
  */
-static int find_link(const char *peer, int prefer)
+static int find_link(const char *peer, const char *place, int prefer)
 {
 	struct dirent *de;
 	DIR *d;
 	int n, best = -1;
 
-	if (link_is(prefer, peer))
+	if (link_is(prefer, peer, place))
 		return prefer;
 	d = opendir(TB5K_SYSFS_CLASS);
 	if (!d)
@@ -478,24 +507,27 @@ static int find_link(const char *peer, int prefer)
 
 		if (sscanf(de->d_name, "tb5_%d%c", &n, &tail) != 1 || n < 0)
 			continue;
-		if (link_is(n, peer) && (best < 0 || n < best))
+		if (link_is(n, peer, place) && (best < 0 || n < best))
 			best = n;
 	}
 	closedir(d);
 	return best;
 }
 
-/* The loop links besides our pair (2p, 2p + 1) that are ready: a mask. */
+/*
+ * The links of our backend besides ours that are ready, a mask: on a loop
+ * pair those of the other pairs (not 2p, 2p + 1), on tb those of the
+ * other cables.
+ */
 static uint64_t other_ready(int dev)
 {
 	uint64_t mask = 0;
 	char buf[32];
 	int n;
 
-	if (u.backend != BACKEND_LOOP)
-		return 0;
 	for (n = 0; n < 64; n++)
-		if (n / 2 != dev / 2 && backend_of(n) == BACKEND_LOOP &&
+		if ((u.backend == BACKEND_LOOP ? n / 2 != dev / 2 : n != dev) &&
+		    backend_of(n) == u.backend &&
 		    !tb5k_link_text(n, "state", buf, sizeof(buf)) &&
 		    !strcmp(buf, "ready"))
 			mask |= 1ull << n;
@@ -631,6 +663,7 @@ static void round2(int r, struct tb5k_ctx **cp, struct tb5k_ctx *spare,
 	struct tb5k_ctl old_ctl = *ctl;
 	int puller = (u.puller0 + r) % 2, pulling = u.me == puller;
 	char name[32], peer_before[64], buf[64], other = tb5k_side_ch(!u.me);
+	char place[256];
 	uint64_t big = u.big, cookie = 0, rx0 = 0, t0, threshold, others;
 	uint32_t listener = 0, ep, h_big, h_small, nl = 0, n_ep, s_ep = 0;
 	uint8_t *bigbuf, *small;
@@ -647,6 +680,9 @@ static void round2(int r, struct tb5k_ctx **cp, struct tb5k_ctx *spare,
 		  dev);
 	TB5K_CHECK(!tb5k_link_text(dev, "peer_id", peer_before,
 				   sizeof(peer_before)), name, "no peer_id");
+	link_place(dev, place, sizeof(place));
+	TB5K_CHECK(u.backend == BACKEND_LOOP || place[0], name, "tb5_%d sits on "
+		   "no XDomain (no device link)", dev);
 	others = other_ready(dev);
 
 	/* The data connection: to the puller's listener, its cookie handed. */
@@ -826,6 +862,10 @@ static void round2(int r, struct tb5k_ctx **cp, struct tb5k_ctx *spare,
 				   "?" : buf);
 			usleep(20000);
 		}
+		TB5K_CHECK(other_ready(dev) == others, name, "other tb links "
+			   "went down with ours (ready: 0x%llx, before 0x%llx)",
+			   (unsigned long long)other_ready(dev),
+			   (unsigned long long)others);
 	}
 	ret = (int)tb5k_connect_start(c, SVC_DATA + (uint64_t)r, cookie);
 	if (ret > 0) {
@@ -842,7 +882,8 @@ static void round2(int r, struct tb5k_ctx **cp, struct tb5k_ctx *spare,
 	}
 	tb5k_pass("%s.down (GET_INFO, EP_QUERY, post, connect; tb5_%d %s)", name,
 		  dev, u.backend == BACKEND_LOOP ? "down, peer_id none, "
-		  "plugged 0, the other pairs ready" : "went away");
+		  "plugged 0, the other pairs ready" : others ? "went away, the "
+		  "other cables' links ready" : "went away");
 
 	/* Plug back in; each side finds its link again, maybe renumbered. */
 	if (pulling) {
@@ -850,14 +891,16 @@ static void round2(int r, struct tb5k_ctx **cp, struct tb5k_ctx *spare,
 		run_cmd(name, "--plug-cmd", u.plug_cmd);
 	}
 	t0 = tb5k_now_ms();
-	while ((ret = find_link(peer_before, dev)) < 0) {
+	while ((ret = find_link(peer_before, place, dev)) < 0) {
 		TB5K_CHECK(tb5k_now_ms() - t0 < BACK_MS, name, "no ready link to "
-			   "peer %s %d s after %s", peer_before, BACK_MS / 1000,
+			   "peer %s%s%s %d s after %s", peer_before,
+			   place[0] ? " on " : "", place, BACK_MS / 1000,
 			   pulling ? "the plug" : "the unplug");
 		usleep(50000);
 	}
-	tb5k_note("%s: /dev/tb5_%d ready again after %llu ms (was tb5_%d)", name,
-		  ret, (unsigned long long)(tb5k_now_ms() - t0), dev);
+	tb5k_note("%s: /dev/tb5_%d ready again after %llu ms (was tb5_%d)%s%s",
+		  name, ret, (unsigned long long)(tb5k_now_ms() - t0), dev,
+		  place[0] ? " on " : "", place);
 	tb5k_open(nc, ret, 1024);
 	tb5k_get_info(nc, &info);
 	TB5K_CHECK(info.state == TB5_STATE_READY && info.link_index ==
