@@ -73,6 +73,16 @@
 #                   to 0 (its regions were mapped for the NHI: unmapped and
 #                   unpinned), the other side fails or serves on, never
 #                   hangs, and verified data flows again
+#   fabric.kill.prog
+#                   tb5k-kill --side a|b on the first cable, 4 iterations:
+#                   a child of b (then of a, ...) with a 16 MiB send moving
+#                   to the other host and operations pending, sleeping or
+#                   pinning and unpinning, SIGKILLed: the survivor sees
+#                   PEER_CLOSED -ECONNRESET and its receives complete, the
+#                   victim host's pinned_pages (and the kernel's count of
+#                   pinned pages) return to its parent's share, kernel
+#                   memory comes back on both, the parents'
+#                   control connection lives through every kill
 #   fabric.fuzz     b's random-ioctl fuzzer (tb5k-fuzz --remote-peer) on its
 #                   tb links, with a verified transfer on the same link all
 #                   the while: the transfer verifies, nothing stays pinned,
@@ -632,6 +642,26 @@ else
 	long_failed "$check"
 	short_clients "$check"
 fi
+barrier "$check"
+pass "$check"
+
+# kill.prog: tb5k-kill, one side per host, on the first cable: in each
+# iteration one host's child (b's, then a's, ...) is SIGKILLed with a
+# 16 MiB send moving to the other host and operations pending, while
+# pinning or not; the survivor sees PEER_CLOSED -ECONNRESET and its
+# receives complete, the victim host's pinned_pages (tb5's and the
+# kernel's count) and both hosts' kernel memory come back, and the parents'
+# control connection lives through it.
+# a's tb5-perf server idles meanwhile: pinned_pages counts the whole host,
+# and what the server holds does not move while no client comes.
+check=fabric.kill.prog
+dev=$(link_on "$(first_cable)")
+[ -n "$dev" ] || fail "$check" "no tb link on the first cable"
+tb5k-kill --side "$ROLE" --dev "/dev/$dev" --iterations 4 --connect-s 300 \
+	>"$TMP/kill.out" 2>&1
+rc=$?
+sed 's/^/#   /' "$TMP/kill.out"
+[ "$rc" = 0 ] || fail "$check" "tb5k-kill --side $ROLE exited with status $rc"
 barrier "$check"
 pass "$check"
 
