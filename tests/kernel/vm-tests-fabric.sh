@@ -153,11 +153,23 @@ wait_ready() {
 		for l in "$CLASS"/tb5_*; do
 			[ -e "$l/state" ] && [ "$(cat "$l/state")" = ready ] && n=$((n + 1))
 		done
-		[ "$n" -ge "$want" ] && return 0
+		if [ "$n" -ge "$want" ]; then
+			READY_IDS=$(link_ids)
+			return 0
+		fi
 		nap
 		left=$((left - 1))
 	done
 	return 1
+}
+
+# link_ids: the inode of every link's sysfs directory. kernfs numbers its
+# nodes without reusing them, so a link that went away and came back under
+# the same name (a peer that reloaded tb5 within one poll) has a new one.
+link_ids() {
+	for l in "$CLASS"/tb5_*; do
+		[ -e "$l" ] && stat -L -c %i "$l" 2>/dev/null
+	done | tr '\n' ' '
 }
 
 echo "# fabric host $ROLE on $(uname -r), $CABLES cable(s)"
@@ -371,10 +383,17 @@ link_on() {
 		esac
 	done
 }
-# wait_gone CHECK SECONDS: every tb link gone.
+# wait_gone CHECK SECONDS: every tb link gone (or gone and back).
 wait_gone() {
 	left=$(($2 * 5))
 	while [ "$(nlinks)" -gt 0 ]; do
+		# Gone and back already: none of the links the last
+		# wait_ready saw is still there.
+		old=0
+		for i in $(link_ids); do
+			case " ${READY_IDS:-} " in *" $i "*) old=1 ;; esac
+		done
+		[ -n "${READY_IDS:-}" ] && [ "$old" = 0 ] && return 0
 		[ "$left" -gt 0 ] || fail "$1" "links still there after $2 s"
 		nap
 		left=$((left - 1))
