@@ -8,15 +8,16 @@ TB5_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TB5_JOBS=$(nproc)
 
 # What the build needs (ci/main.sh), and what the whole test suite adds on top
-# (ci/test.sh): clang with its libFuzzer and sanitizer runtimes, and the
-# headers of Debian's kernel to build the core with Kbuild.
+# (ci/test.sh): clang with its libFuzzer and sanitizer runtimes, the
+# headers of Debian's kernel to build the core with Kbuild, and gnuplot and
+# xmllint for tb5-perf --plot's tests.
 TB5_DEPS_BUILD=(build-essential cmake ninja-build pkg-config
 		googletest libgtest-dev libgmock-dev libbenchmark-dev
 		libcli11-dev nlohmann-json3-dev libmicrohttpd-dev libyaml-cpp-dev
 		go-md2man python3)
 # shellcheck disable=SC2034  # used by ci/test.sh
 TB5_DEPS_TEST=("${TB5_DEPS_BUILD[@]}" clang libclang-rt-14-dev linux-headers-amd64
-		sparse socat curl openssl prometheus man-db)
+		sparse socat curl openssl prometheus man-db gnuplot-nox libxml2-utils)
 # What the packages need (ci/package.sh, ci/package-install.sh): CPack's DEB
 # helpers, rpmbuild, the linters, an apt repository, a Debian 12 made with
 # debootstrap, its disk image, QEMU.

@@ -2,7 +2,8 @@
 //
 // test_options.cc - tb5-perf's command line: --memory takes host or
 // udmabuf (host by default), refuses anything else and udmabuf with --sim
-// as bad usage, each with a message that says why.
+// as bad usage, each with a message that says why; --plot takes FILE.svg
+// or FILE.png, and only where a client draws its results.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -106,6 +107,47 @@ TEST(MemoryOption, InTheHelp)
 	EXPECT_EQ(p.status, 0);
 	EXPECT_NE(p.out.find("--memory"), std::string::npos) << p.out;
 	EXPECT_NE(p.out.find("udmabuf"), std::string::npos) << p.out;
+}
+
+TEST(PlotOption, FormatFromTheExtension)
+{
+	Parsed p = Parse({"--sim", "--plot", "out.svg"});
+	ASSERT_EQ(p.status, -1) << p.err;
+	EXPECT_EQ(p.opt.plot, "out.svg");
+	EXPECT_EQ(p.opt.plot_format, tb5perf::PlotFormat::kSvg);
+
+	p = Parse({"--loop", "--plot", "dir/Out.PNG"});
+	ASSERT_EQ(p.status, -1) << p.err;
+	EXPECT_EQ(p.opt.plot_format, tb5perf::PlotFormat::kPng);
+
+	p = Parse({"--sim"});
+	ASSERT_EQ(p.status, -1) << p.err;
+	EXPECT_TRUE(p.opt.plot.empty());
+}
+
+TEST(PlotOption, OtherFormatsAreBadUsage)
+{
+	for (const char *file : {"out.pdf", "out", "out.svgz"}) {
+		const Parsed p = Parse({"--sim", "--plot", file});
+		EXPECT_EQ(p.status, tb5perf::kExitUsage) << file;
+		EXPECT_NE(p.err.find(std::string("--plot: \"") + file +
+				     "\" must end in .svg or .png"),
+			  std::string::npos)
+			<< p.err;
+	}
+}
+
+TEST(PlotOption, OnlyForAClient)
+{
+	for (auto args : {std::vector<std::string>{"--server"},
+			  std::vector<std::string>{"--list"}}) {
+		args.insert(args.end(), {"--plot", "out.svg"});
+		const Parsed p = Parse(args);
+		EXPECT_EQ(p.status, tb5perf::kExitUsage) << args[0];
+		EXPECT_NE(p.err.find("--plot draws a client's results"),
+			  std::string::npos)
+			<< p.err;
+	}
 }
 
 } // namespace

@@ -15,6 +15,7 @@
 #include "errors.h"
 #include "latency.h"
 #include "memory_kind.h"
+#include "plot.h"
 #include "progress.h"
 #include "report.h"
 #include "sweep.h"
@@ -277,6 +278,10 @@ int RunClient(const Options &opt, const std::string &link_name,
 	}
 	progress.Clear();
 	report.Finish();
+	// After the results are printed and saved: a plot that fails loses
+	// none of them.
+	if (!opt.plot.empty())
+		DrawPlot(opt, report.rows(), report.environment());
 	return kExitOk;
 }
 

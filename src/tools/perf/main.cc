@@ -10,6 +10,7 @@
 #include "errors.h"
 #include "launch.h"
 #include "options.h"
+#include "plot.h"
 #include "server.h"
 
 int main(int argc, char **argv)
@@ -19,6 +20,15 @@ int main(int argc, char **argv)
 
 	if (const int status = ParseOptions(argc, argv, opt); status >= 0)
 		return status;
+	// gnuplot and the plot's folder are checked before the run, so that a
+	// long run is not wasted; a plot that fails after it fails the
+	// command, the results printed and saved all the same.
+	if (!opt.plot.empty()) {
+		if (const std::string why = PlotPreflight(opt.plot); !why.empty()) {
+			fprintf(stderr, "tb5-perf: %s\n", why.c_str());
+			return kExitFailed;
+		}
+	}
 	InstallStopHandlers();
 	try {
 		if (opt.list_links)

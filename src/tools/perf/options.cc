@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "errors.h"
+#include "plot.h"
 #include "tb5/tb5.h"
 #include "units.h"
 
@@ -172,6 +173,10 @@ int ParseOptions(int argc, char **argv, Options &out)
 			 "stderr)");
 	report->add_option("-o,--output", out.output, "write the JSON or CSV "
 			   "to this file instead");
+	report->add_option("--plot", out.plot, "draw bandwidth and latency "
+			   "against message size into FILE.svg or FILE.png "
+			   "(needs gnuplot)")
+		->option_text("FILE");
 	report->add_flag("--histogram", out.histogram, "latency histograms");
 	report->add_flag("--progress", progress, "progress line on stderr "
 			 "(default: when it is a terminal)");
@@ -222,6 +227,18 @@ int ParseOptions(int argc, char **argv, Options &out)
 			throw UsageError("--json and --csv exclude each other");
 		if (!out.output.empty() && !json && !csv)
 			throw UsageError("--output needs --json or --csv");
+		if (!out.plot.empty()) {
+			const auto f = PlotFormatOf(out.plot);
+			if (!f)
+				throw UsageError("--plot: \"" + out.plot +
+						 "\" must end in .svg or .png");
+			if (out.mode == Mode::kServer || out.list_links ||
+			    out.counters)
+				throw UsageError("--plot draws a client's "
+						 "results: with --client, "
+						 "--loop or --sim");
+			out.plot_format = *f;
+		}
 		out.format = json ? Format::kJson
 				  : csv ? Format::kCsv : Format::kTable;
 		if (progress && no_progress)

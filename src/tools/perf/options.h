@@ -24,6 +24,7 @@ enum class Mode {
 };
 
 enum class Format { kTable, kJson, kCsv };
+enum class PlotFormat { kSvg, kPng };
 
 struct Options {
 	Mode mode = Mode::kClient;
@@ -56,6 +57,8 @@ struct Options {
 	bool histogram = false;
 	Format format = Format::kTable;
 	std::string output;		// --output: JSON/CSV there, table on stdout
+	std::string plot;		// --plot: draw the rows there (plot.h)
+	PlotFormat plot_format = PlotFormat::kSvg;	// from its extension
 	bool quiet = false;		// no table
 	int progress = -1;		// -1: when stderr is a tty
 	double timeout_s = 30;		// no progress for that long is an error

@@ -64,6 +64,10 @@ public:
 	// Finish() after a failure: the rows so far, and @why in the JSON.
 	void Fail(const std::string &why);
 
+	// What --plot draws (plot.h).
+	const std::vector<Row> &rows() const { return rows_; }
+	const nlohmann::json &environment() const { return env_; }
+
 private:
 	void Print(const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 	void PrintHeader(Test test);

@@ -1,0 +1,559 @@
+// SPDX-License-Identifier: MIT
+//
+// plot.cc - --plot: a gnuplot script with the rows inline, run through
+// gnuplot, the image it prints written to the file.
+#include "plot.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "errors.h"
+#include "units.h"
+
+extern char **environ;
+
+namespace tb5perf {
+namespace {
+
+constexpr Test kBwTests[] = {Test::kBw, Test::kBibw, Test::kStreams};
+constexpr Test kLatTests[] = {Test::kLat, Test::kJitter, Test::kLatLoad};
+// Most labelled sizes on an x axis before they are thinned out.
+constexpr int kMaxXTics = 12;
+
+const char *Color(Test t)
+{
+	switch (t) {
+	case Test::kBw: return "#1f77b4";
+	case Test::kBibw: return "#ff7f0e";
+	case Test::kStreams: return "#2ca02c";
+	case Test::kLat: return "#1f77b4";
+	case Test::kJitter: return "#9467bd";
+	case Test::kLatLoad: return "#d62728";
+	}
+	return "black";
+}
+
+// A gnuplot double-quoted string: backslashes and quotes escaped, a
+// newline as \n, other control characters (there should be none) as
+// spaces.
+std::string Quote(const std::string &s)
+{
+	std::string q = "\"";
+
+	for (char c : s) {
+		if (c == '\n') {
+			q += "\\n";
+			continue;
+		}
+		if (c == '\\' || c == '"')
+			q += '\\';
+		q += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
+	}
+	return q + "\"";
+}
+
+std::string Num(double v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%.6g", v);
+	return buf;
+}
+
+// A rate for a label: "10", "9.99", "4.995".
+std::string Rate(double gbps)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%.4g", gbps);
+	return buf;
+}
+
+std::string Block(Test t)
+{
+	std::string name = "$" + std::string(TestName(t));
+
+	std::replace(name.begin(), name.end(), '-', '_');
+	return name;
+}
+
+std::vector<const Row *> RowsOf(const std::vector<Row> &rows, Test t)
+{
+	std::vector<const Row *> out;
+
+	for (const Row &r : rows)
+		if (r.test == t && (!IsLatencyTest(t) || r.lat))
+			out.push_back(&r);
+	std::sort(out.begin(), out.end(),
+		  [](const Row *a, const Row *b) { return a->size < b->size; });
+	return out;
+}
+
+// The env's string at @key of @obj ("" if absent or not a string).
+std::string Str(const nlohmann::json &env, const char *obj, const char *key)
+{
+	const nlohmann::json *j = &env;
+
+	if (obj) {
+		if (!env.is_object() || !env.contains(obj))
+			return "";
+		j = &env[obj];
+	}
+	if (!j->is_object() || !j->contains(key) || !(*j)[key].is_string())
+		return "";
+	return (*j)[key].get<std::string>();
+}
+
+// The link model's settings of TB5_SIM ("rate=80,usb4=1"): what follows
+// the fabric's name, less the slots tb5-perf sets itself.
+std::string SimModel(const nlohmann::json &env)
+{
+	const std::string sim = Str(env, nullptr, "simulator");
+	const size_t colon = sim.find(':');
+	std::string out;
+
+	if (colon == std::string::npos)
+		return "";
+	std::istringstream in(sim.substr(colon + 1));
+	std::string kv;
+	while (std::getline(in, kv, ',')) {
+		const std::string key = kv.substr(0, kv.find('='));
+		if (kv.empty() || key == "hosts" || key == "host" || key == "loop")
+			continue;
+		out += (out.empty() ? "" : ",") + kv;
+	}
+	return out;
+}
+
+std::string Title(const nlohmann::json &env)
+{
+	std::string first = "tb5-perf";
+	const std::string mode = Str(env, nullptr, "mode");
+	const std::string link = Str(env, "link", "name");
+	const std::string backend = Str(env, "link", "backend");
+	const std::string model = SimModel(env);
+
+	if (!mode.empty())
+		first += " (" + mode + ")";
+	if (!link.empty())
+		first += " over " + link;
+	if (!backend.empty() || !model.empty()) {
+		first += " (";
+		if (!backend.empty())
+			first += backend + " link";
+		if (!model.empty())
+			first += (backend.empty() ? "" : ", ") + model;
+		first += ")";
+	}
+	std::string second;
+	for (const std::string &part :
+	     {Str(env, "host", "name"), Str(env, nullptr, "date"),
+	      Str(env, nullptr, "tool_version").empty()
+		      ? std::string()
+		      : "tb5-perf " + Str(env, nullptr, "tool_version")})
+		if (!part.empty())
+			second += (second.empty() ? "" : ", ") + part;
+	return second.empty() ? first : first + "\n" + second;
+}
+
+// x range and labelled sizes of a panel from @lo to @hi bytes: the powers
+// of two between, or every 2nd, 4th... of them (multiples of that in the
+// exponent, so that KiB and MiB fall on a label) when there would be too
+// many.
+void XAxis(std::ostringstream &s, uint64_t lo, uint64_t hi)
+{
+	int a = 0, b = 0;
+
+	while (a < 62 && (1ull << (a + 1)) <= lo)
+		a++;
+	while (b < 62 && (1ull << b) < hi)
+		b++;
+	int step = 1;
+	while ((b - a) / step + 1 > kMaxXTics)
+		step *= 2;
+	s << "set xrange [" << Num(static_cast<double>(lo) / 1.3) << ":"
+	  << Num(static_cast<double>(hi) * 1.3) << "]\n";
+	s << "set xtics (";
+	bool first = true;
+	for (int e = (a + step - 1) / step * step; e <= b; e += step) {
+		s << (first ? "" : ", ") << Quote(FormatSize(1ull << e)) << " "
+		  << (1ull << e);
+		first = false;
+	}
+	s << ")\n";
+}
+
+void SizeRange(const std::vector<Row> &rows, const Test (&tests)[3],
+	       uint64_t &lo, uint64_t &hi)
+{
+	lo = UINT64_MAX;
+	hi = 0;
+	for (Test t : tests)
+		for (const Row *r : RowsOf(rows, t)) {
+			lo = std::min(lo, r->size);
+			hi = std::max(hi, r->size);
+		}
+}
+
+void BandwidthPanel(std::ostringstream &s, const std::vector<Row> &rows,
+		    const nlohmann::json &env)
+{
+	uint64_t lo, hi;
+	std::optional<double> line;
+	bool bibw = false;
+	std::vector<std::string> plots;
+
+	double top = 0;
+
+	SizeRange(rows, kBwTests, lo, hi);
+	for (Test t : kBwTests) {
+		const auto rs = RowsOf(rows, t);
+		if (rs.empty())
+			continue;
+		for (const Row *r : rs) {
+			if (r->line_gbps && *r->line_gbps > 0)
+				line = std::max(line.value_or(0), *r->line_gbps);
+			top = std::max(top, r->gbps);
+		}
+		bibw |= t == Test::kBibw;
+		std::string title(TestName(t));
+		if (t == Test::kBibw)
+			title += " (sum of both directions)";
+		else if (t == Test::kStreams)
+			title += " (" + std::to_string(rs.front()->streams) +
+				 " endpoints, sum)";
+		plots.push_back(Block(t) + " using 1:2 with linespoints lw 2 "
+			       "pt 7 ps 0.6 lc rgb " + Quote(Color(t)) +
+			       " title " + Quote(title));
+	}
+	if (line) {
+		std::string title = "line rate " + Rate(*line) +
+				    " GB/s per direction";
+		const std::string model = SimModel(env);
+		if (!model.empty())
+			title += " (simulator " + model + ")";
+		plots.push_back(Num(*line) + " with lines dt 2 lw 2 lc rgb "
+			       "\"#555555\" title " + Quote(title));
+		if (bibw)
+			plots.push_back(Num(2 * *line) + " with lines dt 3 lw 2 "
+				       "lc rgb \"#999999\" title " +
+				       Quote("2 x line rate (bibw's ceiling)"));
+	}
+	// Room above the highest line for the key and the references.
+	if (line)
+		top = std::max(top, (bibw ? 2 : 1) * *line);
+	s << "set title \"bandwidth\"\n";
+	XAxis(s, lo, hi);
+	s << "set xlabel \"message size\"\n"
+	     "set ylabel \"GB/s (1e9 bytes/s)\"\n"
+	     "unset logscale y\n"
+	  << (top > 0 ? "set yrange [0:" + Num(top * 1.25) + "]\n"
+		      : std::string("set yrange [0:*]\n"))
+	  << "set key top left Left reverse\n"
+	     "plot ";
+	for (size_t i = 0; i < plots.size(); i++)
+		s << (i ? ", \\\n     " : "") << plots[i];
+	s << "\n";
+}
+
+void LatencyPanel(std::ostringstream &s, const std::vector<Row> &rows)
+{
+	uint64_t lo, hi;
+	bool positive = true;
+	std::vector<std::string> plots;
+
+	SizeRange(rows, kLatTests, lo, hi);
+	for (Test t : kLatTests) {
+		const auto rs = RowsOf(rows, t);
+		if (rs.empty())
+			continue;
+		for (const Row *r : rs)
+			positive &= r->lat->p50 > 0 && r->lat->p99 > 0;
+		const std::string name(TestName(t));
+		const std::string lc = " lc rgb " + Quote(Color(t));
+		plots.push_back(Block(t) + " using 1:2 with linespoints lw 2 "
+			       "pt 7 ps 0.6" + lc + " title " +
+			       Quote(name + " p50"));
+		plots.push_back(Block(t) + " using 1:3 with linespoints dt 2 "
+			       "lw 1.5 pt 6 ps 0.6" + lc + " title " +
+			       Quote(name + " p99"));
+	}
+	s << "set title \"one-way latency (half the round trip)\"\n";
+	XAxis(s, lo, hi);
+	s << "set xlabel \"message size\"\n"
+	     "set ylabel \"us\"\n"
+	  << (positive ? "set logscale y 10\n" : "unset logscale y\n")
+	  << "set yrange [*:*]\n"
+	     "set key top left Left reverse\n"
+	     "plot ";
+	for (size_t i = 0; i < plots.size(); i++)
+		s << (i ? ", \\\n     " : "") << plots[i];
+	s << "\n";
+}
+
+bool Executable(const std::string &path)
+{
+	struct stat st;
+
+	return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+	       access(path.c_str(), X_OK) == 0;
+}
+
+std::optional<std::string> InPath(const std::string &name)
+{
+	if (name.find('/') != std::string::npos)
+		return Executable(name) ? std::optional(name) : std::nullopt;
+	const char *path = getenv("PATH");
+	std::istringstream in(path ? path : "/usr/local/bin:/usr/bin:/bin");
+	std::string dir;
+	while (std::getline(in, dir, ':')) {
+		const std::string full = (dir.empty() ? "." : dir) + "/" + name;
+		if (Executable(full))
+			return full;
+	}
+	return std::nullopt;
+}
+
+// A temporary file that holds the script, removed when done.
+class ScriptFile {
+public:
+	explicit ScriptFile(const std::string &text)
+	{
+		const char *tmp = getenv("TMPDIR");
+		path_ = std::string(tmp && *tmp ? tmp : "/tmp") +
+			"/tb5-perf-plot-XXXXXX.gp";
+		const int fd = mkstemps(path_.data(), 3);
+		if (fd < 0)
+			throw Error("--plot: cannot create " + path_ + ": " +
+				    strerror(errno));
+		size_t done = 0;
+		while (done < text.size()) {
+			const ssize_t n = write(fd, text.data() + done,
+						text.size() - done);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				const int err = errno;
+				close(fd);
+				unlink(path_.c_str());
+				throw Error("--plot: cannot write " + path_ +
+					    ": " + strerror(err));
+			}
+			done += static_cast<size_t>(n);
+		}
+		close(fd);
+	}
+	~ScriptFile() { unlink(path_.c_str()); }
+	ScriptFile(const ScriptFile &) = delete;
+	ScriptFile &operator=(const ScriptFile &) = delete;
+	const std::string &path() const { return path_; }
+
+private:
+	std::string path_;
+};
+
+} // namespace
+
+std::optional<PlotFormat> PlotFormatOf(const std::string &path)
+{
+	const size_t dot = path.rfind('.');
+	if (dot == std::string::npos || path.find('/', dot) != std::string::npos)
+		return std::nullopt;
+	std::string ext = path.substr(dot + 1);
+	for (char &c : ext)
+		c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+	if (ext == "svg")
+		return PlotFormat::kSvg;
+	if (ext == "png")
+		return PlotFormat::kPng;
+	return std::nullopt;
+}
+
+std::string PlotScript(const std::vector<Row> &rows, const nlohmann::json &env,
+		       PlotFormat format)
+{
+	std::ostringstream s;
+	bool have_bw = false, have_lat = false;
+
+	for (Test t : kBwTests)
+		have_bw |= !RowsOf(rows, t).empty();
+	for (Test t : kLatTests)
+		have_lat |= !RowsOf(rows, t).empty();
+	const int panels = have_bw + have_lat;
+	const std::string size = panels == 2 ? "size 900,1000" : "size 900,560";
+
+	s << "# tb5-perf --plot: the run's rows, drawn on stdout\n";
+	if (format == PlotFormat::kSvg) {
+		s << "set terminal svg " << size << " dynamic noenhanced "
+		     "font \"sans,12\" background rgb \"white\"\n";
+	} else {
+		// gnuplot-nox has cairo; a gnuplot built without it has gd.
+		s << "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
+		     "    set terminal pngcairo " << size << " noenhanced "
+		     "font \"sans,10\" background rgb \"white\"\n"
+		     "} else {\n"
+		     "    set terminal png " << size << " noenhanced "
+		     "background rgb \"white\"\n"
+		     "}\n";
+	}
+	s << "set encoding utf8\n";
+	for (Test t : kBwTests) {
+		const auto rs = RowsOf(rows, t);
+		if (rs.empty())
+			continue;
+		s << Block(t) << " << EOD\n# size GB/s\n";
+		for (const Row *r : rs)
+			s << r->size << " " << Num(r->gbps) << "\n";
+		s << "EOD\n";
+	}
+	for (Test t : kLatTests) {
+		const auto rs = RowsOf(rows, t);
+		if (rs.empty())
+			continue;
+		s << Block(t) << " << EOD\n# size p50(us) p99(us) min(us) max(us)\n";
+		for (const Row *r : rs)
+			s << r->size << " " << Num(r->lat->p50 / 1000) << " "
+			  << Num(r->lat->p99 / 1000) << " "
+			  << Num(r->lat->min / 1000) << " "
+			  << Num(r->lat->max / 1000) << "\n";
+		s << "EOD\n";
+	}
+	s << "set grid\n"
+	     "set logscale x 2\n"
+	     "set multiplot layout " << std::max(panels, 1) << ",1 title "
+	  << Quote(Title(env)) << "\n";
+	if (have_bw)
+		BandwidthPanel(s, rows, env);
+	if (have_lat)
+		LatencyPanel(s, rows);
+	if (!panels)
+		s << "unset logscale x\n"
+		     "set label \"no results\" at graph 0.5, graph 0.5 center\n"
+		     "unset xtics\nunset ytics\n"
+		     "plot [0:1] NaN notitle\n";
+	s << "unset multiplot\n";
+	return s.str();
+}
+
+std::optional<std::string> FindGnuplot()
+{
+	const char *over = getenv("TB5_GNUPLOT");
+
+	return InPath(over && *over ? over : "gnuplot");
+}
+
+std::string NoGnuplotMessage()
+{
+	const char *over = getenv("TB5_GNUPLOT");
+
+	if (over && *over)
+		return std::string("--plot needs gnuplot: TB5_GNUPLOT=") + over +
+		       " is not an executable file";
+	return "--plot needs gnuplot (apt install gnuplot-nox): there is "
+	       "none in PATH";
+}
+
+std::string PlotPreflight(const std::string &path)
+{
+	if (!FindGnuplot())
+		return NoGnuplotMessage();
+	const size_t slash = path.rfind('/');
+	const std::string dir = slash == std::string::npos ? "."
+				: slash == 0 ? "/" : path.substr(0, slash);
+	if (access(dir.c_str(), W_OK) < 0)
+		return "--plot: cannot write " + path + ": " + dir + ": " +
+		       strerror(errno);
+	return "";
+}
+
+void RenderPlot(const std::string &gnuplot, const std::string &script,
+		const std::string &path)
+{
+	const ScriptFile file(script);
+	int out[2];
+
+	if (pipe2(out, O_CLOEXEC) < 0)
+		throw Error(std::string("--plot: pipe: ") + strerror(errno));
+	posix_spawn_file_actions_t actions;
+	posix_spawnattr_t attr;
+	sigset_t def;
+	posix_spawn_file_actions_init(&actions);
+	posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+	posix_spawnattr_init(&attr);
+	// tb5-perf ignores SIGPIPE; gnuplot gets the defaults back.
+	sigemptyset(&def);
+	sigaddset(&def, SIGPIPE);
+	sigaddset(&def, SIGINT);
+	sigaddset(&def, SIGTERM);
+	sigaddset(&def, SIGHUP);
+	posix_spawnattr_setsigdefault(&attr, &def);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+	// -d: no ~/.gnuplot, the same picture for everyone.
+	std::string arg0 = gnuplot, arg1 = "-d", arg2 = file.path();
+	char *argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
+	pid_t pid;
+	const int err = posix_spawn(&pid, gnuplot.c_str(), &actions, &attr,
+				    argv, environ);
+	posix_spawn_file_actions_destroy(&actions);
+	posix_spawnattr_destroy(&attr);
+	close(out[1]);
+	if (err) {
+		close(out[0]);
+		throw Error("--plot: cannot run " + gnuplot + ": " +
+			    strerror(err));
+	}
+	std::string image;
+	char buf[65536];
+	for (;;) {
+		const ssize_t n = read(out[0], buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		image.append(buf, static_cast<size_t>(n));
+	}
+	close(out[0]);
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(status))
+		throw Error("--plot: " + gnuplot + " was killed by signal " +
+			    std::to_string(WTERMSIG(status)));
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		throw Error("--plot: " + gnuplot + " failed (exit status " +
+			    std::to_string(WEXITSTATUS(status)) +
+			    "; its messages are above)");
+	if (image.empty())
+		throw Error("--plot: " + gnuplot + " drew nothing");
+
+	std::ofstream f(path, std::ios::binary | std::ios::trunc);
+	if (f)
+		f.write(image.data(), static_cast<std::streamsize>(image.size()));
+	f.close();
+	if (!f)
+		throw Error("--plot: cannot write " + path + ": " +
+			    strerror(errno));
+}
+
+void DrawPlot(const Options &opt, const std::vector<Row> &rows,
+	      const nlohmann::json &env)
+{
+	const auto gnuplot = FindGnuplot();
+
+	if (!gnuplot)
+		throw Error(NoGnuplotMessage());
+	RenderPlot(*gnuplot, PlotScript(rows, env, opt.plot_format), opt.plot);
+}
+
+} // namespace tb5perf
