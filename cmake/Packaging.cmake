@@ -323,6 +323,8 @@ if(TB5_PACKAGE STREQUAL "DEB")
     set(CPACK_DEBIAN_${_C}_PACKAGE_SECTION metapackages)
   endforeach()
   set(CPACK_DEBIAN_TOOLS_PACKAGE_SUGGESTS "tb5-dkms, tb5-nccl-plugin")
+  # tb5-perf --plot draws with gnuplot.
+  set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS "gnuplot-nox | gnuplot")
   set(CPACK_DEBIAN_TESTS_PACKAGE_SUGGESTS "tb5-dkms")
   set(CPACK_DEBIAN_EXPORTER_PACKAGE_SUGGESTS "tb5-dkms, prometheus")
   set(CPACK_DEBIAN_DKMS_PACKAGE_SUGGESTS "tb5-tools")
@@ -365,7 +367,8 @@ else()
   set(CPACK_RPM_EXCLUDE_FROM_AUTO_FILELIST_ADDITION
       /usr/src /etc/modprobe.d /usr/lib/udev /usr/lib/udev/rules.d /usr/lib/systemd
       /usr/lib/systemd/system /usr/${CMAKE_INSTALL_LIBDIR}/pkgconfig
-      /usr/${CMAKE_INSTALL_LIBDIR}/cmake /usr/share/doc /usr/share/licenses /usr/libexec)
+      /usr/${CMAKE_INSTALL_LIBDIR}/cmake /usr/share/doc /usr/share/licenses /usr/libexec
+      /usr/share/man /usr/share/man/man1 /usr/share/man/man4 /usr/share/man/man8)
   foreach(_c IN LISTS TB5_PKG_COMPONENTS)
     string(TOUPPER ${_c} _C)
     set(CPACK_RPM_${_C}_PACKAGE_NAME ${_rpm_${_c}})
@@ -403,6 +406,8 @@ else()
   set(CPACK_RPM_DEVELOPMENT_PACKAGE_GROUP "Development/Libraries/C and C++")
   set(CPACK_RPM_PLUGIN_PACKAGE_GROUP "System/Libraries")
   set(CPACK_RPM_TOOLS_PACKAGE_GROUP "System/Monitoring")
+  # tb5-perf --plot draws with gnuplot (a weak dependency).
+  set(CPACK_RPM_TOOLS_PACKAGE_SUGGESTS "gnuplot")
   set(CPACK_RPM_EXPORTER_PACKAGE_GROUP "System/Monitoring")
   set(CPACK_RPM_DOC_PACKAGE_GROUP "Documentation/Other")
   set(CPACK_RPM_TESTS_PACKAGE_GROUP "Development/Tools/Other")
