@@ -14,6 +14,11 @@
 #   - with TB5_GUEST_FULL=1: the udev rule reaches nodes that existed
 #     before it (the package's postinst, run as dpkg runs it on install),
 #     and ring_size=1024 written to the conffile takes effect after a reload
+#   - with TB5_GUEST_SERVER=1 (tb5-nccl-server installed): the exporter's
+#     unit was enabled by the install and started at boot, answers on
+#     port 9435 with the loop pair's tb5_link_* series (its dynamic user
+#     reads the counters through group tb5), scores OK or better in
+#     systemd-analyze security (printed), and stops cleanly
 #
 # Prints "TB5-VM-START:" first (the system reached the test),
 # "TB5-VM-RESULT: rc=N" last, and powers the machine off.
@@ -21,6 +26,7 @@ set -uo pipefail
 
 RING=${TB5_GUEST_RING:-4096}
 FULL=${TB5_GUEST_FULL:-0}
+SERVER=${TB5_GUEST_SERVER:-0}
 CONF=/etc/modprobe.d/tb5.conf
 RULE=/usr/lib/udev/rules.d/60-tb5.rules
 
@@ -80,6 +86,56 @@ as_tester() {
 	runuser -u tester -- "$@"
 }
 
+# scrape: GET /metrics from the exporter on this host (bash's /dev/tcp: the
+# system has no HTTP client); the body on stdout.
+scrape() {
+	local reply
+	exec 3<>/dev/tcp/127.0.0.1/9435 || return 1
+	printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+	reply=$(timeout 20 cat <&3)
+	exec 3<&-
+	[[ $reply == "HTTP/1."?" 200"* ]] || return 1
+	printf '%s\n' "${reply#*$'\r\n\r\n'}"
+}
+
+# exporter: tb5-exporter under systemd, tb5 loaded with its loop pair.
+exporter() {
+	local unit=tb5-exporter.service i body score result status
+
+	[[ $(systemctl is-enabled "$unit") == enabled ]] ||
+		fail "$unit is '$(systemctl is-enabled "$unit")' after the install, expected enabled"
+	for ((i = 0; i < 100; i++)); do
+		[[ $(systemctl is-active "$unit") == active ]] && break
+		sleep 0.2
+	done
+	[[ $(systemctl is-active "$unit") == active ]] ||
+		fail "$unit is $(systemctl is-active "$unit") after boot: $(journalctl -u "$unit" -b --no-pager | tail -n 5)"
+	echo "PASS $unit enabled by the install and running since boot (user $(systemctl show -p User --value "$unit"), dynamic)"
+	for ((i = 0; i < 50; i++)); do
+		body=$(scrape) && [[ $body == *'tb5_link_counters_available{link="tb5_1"} 1'* ]] && break
+		sleep 0.2
+	done
+	grep -q '^tb5_up 1$' <<<"$body" || fail "the exporter's scrape has no tb5_up 1"
+	for n in 0 1; do
+		grep -q "^tb5_link_tx_bytes_total{link=\"tb5_$n\"} [0-9]" <<<"$body" ||
+			fail "no tb5_link_tx_bytes_total for tb5_$n (counters: $(grep counters_available <<<"$body"))"
+	done
+	echo "PASS GET :9435/metrics: the loop pair's series ($(grep -c '^tb5_link_' <<<"$body") tb5_link_* samples, counters read through group tb5)"
+	score=$(systemd-analyze security "$unit" 2>/dev/null | grep 'Overall exposure level')
+	echo "systemd-analyze security: $score"
+	[[ $score =~ level\ for\ [^:]*:\ ([0-9.]+)\ (SAFE|OK) ]] ||
+		fail "systemd-analyze security scores $unit worse than OK: $score"
+	echo "PASS systemd-analyze security: ${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
+	systemctl stop "$unit" || fail "systemctl stop $unit"
+	result=$(systemctl show -p Result --value "$unit")
+	status=$(systemctl show -p ExecMainStatus --value "$unit")
+	[[ $(systemctl is-active "$unit") == inactive && $result == success && $status == 0 ]] ||
+		fail "after systemctl stop: $(systemctl is-active "$unit"), result $result, status $status"
+	journalctl -u "$unit" -b --no-pager | grep -q 'tb5-exporter: stopped' ||
+		fail "the exporter did not log its stop"
+	echo "PASS systemctl stop: inactive, result success, exit status 0"
+}
+
 main() {
 	# The start marker: the system booted and the test begins (the host
 	# tells a boot that never got here from a failed test).
@@ -102,6 +158,9 @@ main() {
 		--lat-sizes 8:4K:8 --duration 0.05 --verify --no-progress ||
 		fail "tb5-perf as tester"
 	echo "PASS tb5-perf as tester"
+	if [[ $SERVER == 1 ]]; then
+		exporter
+	fi
 	unload
 
 	if [[ $FULL == 1 ]]; then
