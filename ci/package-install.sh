@@ -12,14 +12,18 @@
 #   3. in it: `apt install tb5-nccl-minimal` (DKMS builds tb5.ko for that
 #      system's kernel); with --full, the previous build (package release 0)
 #      first, its /etc/modprobe.d/tb5.conf edited (ring_size=2048), then the
-#      upgrade, which must keep the edit
+#      upgrade, which must keep the edit, then tb5-nccl-server (the
+#      exporter's unit, enabled by its postinst)
 #   4. the system booted under QEMU (TCG) with its own kernel, initramfs,
 #      systemd and udev; ci/vm/install-guest.sh runs there as a systemd
 #      service: modprobe tb5 takes ring_size from the conffile, the nodes
 #      are group tb5 mode 0660, tb5-selftest passes as an unprivileged
 #      member of tb5, a short tb5-perf runs; with --full also: the udev
 #      rule reaches nodes that existed before it (through the package's
-#      postinst), and a changed ring_size takes effect after a reload
+#      postinst), a changed ring_size takes effect after a reload, and
+#      tb5-exporter runs under systemd since boot, answers GET /metrics
+#      with the loop pair's series, scores OK or better in
+#      `systemd-analyze security` and stops cleanly
 #   5. with --full, back in the system: `apt purge` leaves no file, no DKMS
 #      entry and no group tb5; then Debian's DKMS autopkgtest
 #      (/usr/lib/dkms/dkms-autopkgtest) on tb5-dkms
@@ -58,6 +62,9 @@ BASE_PKGS=(linux-image-amd64 linux-headers-amd64 systemd-sysv udev kmod
 	initramfs-tools apt-utils)
 # tb5's packages that tb5-nccl-minimal pulls in.
 MINIMAL_PKGS=(tb5-nccl-minimal tb5-dkms libtb5-1 tb5-nccl-plugin tb5-tools)
+# What tb5-nccl-server adds: with --full the upgraded system becomes a
+# server install, whose exporter the booted system checks under systemd.
+SERVER_PKGS=(tb5-nccl-server tb5-exporter)
 TIMES=()
 BOOT_RETRIES=0
 BOOT_RETRY_LINES=()
@@ -207,6 +214,10 @@ install_packages() {
 		apt_install tb5-nccl-minimal
 		check_installed "$cur" 2048
 		echo "the upgrade kept the edited conffile (ring_size=2048)"
+		echo "installing tb5-nccl-server: the exporter's unit, enabled by its postinst"
+		apt_install tb5-nccl-server
+		[[ -L $ROOT/etc/systemd/system/multi-user.target.wants/tb5-exporter.service ]] ||
+			tb5_die "installing tb5-nccl-server did not enable tb5-exporter.service"
 	else
 		apt_install tb5-nccl-minimal
 		check_installed "$cur" 4096
@@ -220,6 +231,7 @@ prepare_guest() {
 	install -m 0755 "$TB5_ROOT/ci/vm/install-guest.sh" "$ROOT/usr/local/sbin/tb5-install-guest"
 	cat >"$ROOT/etc/tb5-install-guest.env" <<-EOF
 		TB5_GUEST_FULL=$FULL
+		TB5_GUEST_SERVER=$FULL
 		TB5_GUEST_RING=$( ((FULL)) && echo 2048 || echo 4096)
 	EOF
 	cat >"$ROOT/etc/systemd/system/tb5-install-guest.service" <<-'EOF'
@@ -290,7 +302,7 @@ boot() {
 purge_check() {
 	local left
 
-	in_root apt-get -q purge -y "${MINIMAL_PKGS[@]}" </dev/null
+	in_root apt-get -q purge -y "${MINIMAL_PKGS[@]}" "${SERVER_PKGS[@]}" </dev/null
 	left=$(in_root dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' 'tb5*' 'libtb5*' 2>/dev/null |
 		awk '$2 != "un"' || true)
 	[[ -z $left ]] || tb5_die "dpkg still knows: $left"
