@@ -23,7 +23,7 @@ TB5_DEPS_TEST=("${TB5_DEPS_BUILD[@]}" clang libclang-rt-14-dev linux-headers-amd
 # debootstrap, its disk image, QEMU.
 # shellcheck disable=SC2034  # used by ci/package.sh and ci/package-install.sh
 TB5_DEPS_PACKAGE=(dpkg-dev file rpm lintian rpmlint apt-utils debootstrap
-		e2fsprogs zstd qemu-system-x86)
+		e2fsprogs zstd qemu-system-x86 gnupg python3)
 
 tb5_banner() {
 	printf '\n==== %s ====\n' "$*"

@@ -6,9 +6,8 @@
 #
 #   deb   build-pkg-deb/ (prefix /usr, Debian's multiarch libdir, Debian's
 #         hardening flags): the debs of this build in
-#         build-pkg-deb/packages/, and the same tree packaged again as
-#         package release 0 in build-pkg-deb/packages-prev/ (the "previous
-#         build" that the install test upgrades from)
+#         build-pkg-deb/packages/ (the install test upgrades to them from
+#         the previous release's, built by ci/prev-release.sh)
 #   rpm   build-pkg-rpm/ (prefix /usr, libdir lib64): the rpms
 #   lint  lintian over every deb (any error or warning fails; overrides
 #         live in packaging/lintian/ with their reasons) and rpmlint over
@@ -59,14 +58,13 @@ cpack_into() {
 
 build_deb() {
 	tb5_install_deps "${TB5_DEPS_BUILD[@]}" "${TB5_DEPS_PACKAGE[@]}"
-	configure "$DEB_DIR" -DTB5_PACKAGE=DEB -DTB5_PACKAGE_RELEASE=0
-	cmake --build "$DEB_DIR" -j "$TB5_JOBS"
-	cpack_into "$DEB_DIR" "$DEB_DIR/packages-prev"
 	configure "$DEB_DIR" -DTB5_PACKAGE=DEB -DTB5_PACKAGE_RELEASE=1
+	cmake --build "$DEB_DIR" -j "$TB5_JOBS"
 	cpack_into "$DEB_DIR" "$DEB_DIR/packages"
+	# What an older ci/package.sh left beside them.
+	rm -rf "$DEB_DIR/packages-prev"
 	echo "debs (release 1), $DEB_DIR/packages:"
 	(cd "$DEB_DIR/packages" && ls -l -- *.deb)
-	echo "previous build (release 0): $(find "$DEB_DIR/packages-prev" -name '*.deb' | wc -l) debs in $DEB_DIR/packages-prev"
 }
 
 build_rpm() {

@@ -8,6 +8,9 @@
 #   - modprobe tb5 loopback=1 takes ring_size from /etc/modprobe.d/tb5.conf
 #     ($TB5_GUEST_RING: 4096, the default, or 2048 after the upgrade test's
 #     edit)
+#   - the loaded module is this build's version, $TB5_GUEST_VERSION
+#     (/sys/module/tb5/version and modinfo; after the upgrade test: not the
+#     previous release's)
 #   - /dev/tb5_0 and /dev/tb5_1 appear with group tb5, mode 0660
 #   - tb5-selftest passes run by "tester", an unprivileged member of tb5
 #   - a short tb5-perf over the loop pair, as tester
@@ -27,6 +30,7 @@ set -uo pipefail
 RING=${TB5_GUEST_RING:-4096}
 FULL=${TB5_GUEST_FULL:-0}
 SERVER=${TB5_GUEST_SERVER:-0}
+VERSION=${TB5_GUEST_VERSION:-}
 CONF=/etc/modprobe.d/tb5.conf
 RULE=/usr/lib/udev/rules.d/60-tb5.rules
 
@@ -149,6 +153,13 @@ main() {
 
 	load
 	ring "$RING" "from $CONF"
+	if [[ -n $VERSION ]]; then
+		got=$(cat /sys/module/tb5/version 2>/dev/null)
+		[[ $got == "$VERSION" ]] || fail "the loaded tb5 is version '$got', expected $VERSION"
+		got=$(modinfo -F version tb5)
+		[[ $got == "$VERSION" ]] || fail "modinfo tb5 says version '$got', expected $VERSION"
+		echo "PASS the loaded module is tb5 $VERSION (/sys/module/tb5/version, modinfo)"
+	fi
 	nodes tb5 660
 	id tester
 	as_tester tb5-selftest || fail "tb5-selftest as tester (group tb5)"
