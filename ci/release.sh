@@ -23,6 +23,13 @@
 #                     URIs: URI (default https://tb5.example.org/apt),
 #                     Signed-By: /usr/share/keyrings/tb5-archive-keyring.gpg
 #
+#   DIR/rpm/          with --rpm (the rpms of ci/package.sh rpm,
+#                     build-pkg-rpm/packages): a dnf repository, each rpm
+#                     signed with the same key (rpmsign --addsign),
+#                     repodata/ by createrepo_c with repomd.xml.asc (a
+#                     detached signature), RPM-GPG-KEY-tb5 and tb5.repo
+#                     (gpgcheck=1, repo_gpgcheck=1)
+#
 # --also DEB-DIR adds more debs to the pool (ci/package-install.sh --full:
 # the previous release's, so that the upgrade comes from the same signed
 # repository). Needs gpg, apt-utils (apt-ftparchive), dpkg-dev; lintian
@@ -37,6 +44,8 @@ OUT=$TB5_ROOT/build-release
 URI=https://tb5.example.org/apt
 ALSO=()
 DEBS=$TB5_ROOT/build-pkg-deb/packages
+RPMS=$TB5_ROOT/build-pkg-rpm/packages
+RPM=0
 SUITE=bookworm
 KEY_NAME="tb5 release signing key (CI) <tb5@tb5.invalid>"
 
@@ -45,7 +54,8 @@ while (($#)); do
 	--out) OUT=$(realpath -m "$2"); shift ;;
 	--uri) URI=$2; shift ;;
 	--also) ALSO+=("$(realpath "$2")"); shift ;;
-	*) tb5_die "usage: ${0##*/} [--out DIR] [--uri URI] [--also DEB-DIR]..." ;;
+	--rpm) RPM=1 ;;
+	*) tb5_die "usage: ${0##*/} [--out DIR] [--uri URI] [--also DEB-DIR]... [--rpm]" ;;
 	esac
 	shift
 done
@@ -152,6 +162,62 @@ make_index() {
 	gpg_q --local-user "$fpr" --digest-algo SHA512 --armor --detach-sign -o "$dist/Release.gpg" "$dist/Release"
 }
 
+# The dnf repository: the rpms signed, their index signed.
+make_rpm_repo() {
+	local dir=$OUT/rpm fpr db rpm out
+	fpr=$(cat "$GNUPGHOME/fingerprint")
+
+	compgen -G "$RPMS/*-$V-*.rpm" >/dev/null ||
+		tb5_die "no rpms of tb5 $V in $RPMS: run ci/package.sh rpm first"
+	tb5_install_deps rpm createrepo-c
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp "$RPMS"/*.rpm "$dir/"
+	rpmsign --define "_gpg_name $fpr" --define "_gpg_path $GNUPGHOME" \
+		--define "__gpg $(command -v gpg)" --addsign "$dir"/*.rpm >"$OUT/rpmsign.log" 2>&1 || {
+		cat "$OUT/rpmsign.log"
+		tb5_die "rpmsign --addsign failed"
+	}
+	createrepo_c --quiet "$dir"
+	gpg_q --local-user "$fpr" --armor --detach-sign -o "$dir/repodata/repomd.xml.asc" \
+		"$dir/repodata/repomd.xml"
+	gpg_q --armor --export "$fpr" >"$dir/RPM-GPG-KEY-tb5"
+	cat >"$dir/tb5.repo" <<-EOF
+		# tb5's dnf repository: /etc/yum.repos.d/tb5.repo
+		[tb5]
+		name=tb5, a Thunderbolt 5 transport for NCCL
+		baseurl=${URI%/apt}/rpm
+		enabled=1
+		gpgcheck=1
+		repo_gpgcheck=1
+		gpgkey=${URI%/apt}/rpm/RPM-GPG-KEY-tb5
+	EOF
+	# What rpm and dnf will check: every rpm's signature against the key
+	# alone (a throwaway rpm database), and repomd.xml's.
+	db=$(mktemp -d)
+	rpm --dbpath "$db" --initdb
+	rpm --dbpath "$db" --import "$dir/RPM-GPG-KEY-tb5"
+	for rpm in "$dir"/*.rpm; do
+		out=$(rpm --dbpath "$db" -K "$rpm" 2>&1) || tb5_die "rpm -K $rpm: $out"
+		[[ $out == *"signatures OK"* ]] || tb5_die "rpm -K $rpm: $out"
+	done
+	gpg_q --verify "$dir/repodata/repomd.xml.asc" "$dir/repodata/repomd.xml" 2>/dev/null ||
+		tb5_die "repomd.xml.asc does not verify"
+	# And what they refuse: an rpm altered after signing, an index
+	# altered after signing.
+	rpm=$(find "$dir" -maxdepth 1 -name 'tb5-tools-*.rpm' -print -quit)
+	cp "$rpm" "$db/altered.rpm"
+	printf 'not what was signed' |
+		dd of="$db/altered.rpm" bs=1 seek=$(($(stat -c %s "$rpm") / 2)) conv=notrunc status=none
+	out=$(rpm --dbpath "$db" -K "$db/altered.rpm" 2>&1) || true
+	[[ $out == *"NOT OK"* ]] || tb5_die "rpm -K took an altered rpm: $out"
+	sed 's/<revision>/<revision>1/' "$dir/repodata/repomd.xml" >"$db/repomd.xml"
+	! gpg_q --verify "$dir/repodata/repomd.xml.asc" "$db/repomd.xml" 2>/dev/null ||
+		tb5_die "repomd.xml.asc verifies an altered repomd.xml"
+	rm -rf "$db"
+	echo "signed dnf repository: $dir ($(find "$dir" -maxdepth 1 -name '*.rpm' | wc -l) rpms signed, rpm -K: signatures OK, an altered rpm NOT OK; repomd.xml.asc verifies, not over an altered repomd.xml)"
+}
+
 main() {
 	local n d verify
 
@@ -186,6 +252,7 @@ main() {
 		Architectures: amd64
 		Signed-By: /usr/share/keyrings/tb5-archive-keyring.gpg
 	EOF
+	((RPM == 0)) || make_rpm_repo
 	gpgconf --kill gpg-agent 2>/dev/null || true
 	n=$(grep -c '^Package:' "$REPO/dists/$SUITE/main/binary-amd64/Packages")
 	echo "signed apt repository: $REPO ($n packages, suite $SUITE, key $(cat "$GNUPGHOME/fingerprint"))"
