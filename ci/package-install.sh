@@ -329,7 +329,7 @@ check_installed() {
 	# (beside the version directories DKMS keeps a link per kernel)
 	local vers
 	vers=$(find "$ROOT/var/lib/dkms/tb5" -mindepth 1 -maxdepth 1 -type d -printf '%f\n')
-	[[ $vers == "${want%-*}" ]] || tb5_die "/var/lib/dkms/tb5 holds $(echo $vers)"
+	[[ $vers == "${want%-*}" ]] || tb5_die "/var/lib/dkms/tb5 holds ${vers//$'\n'/ }"
 	[[ $(cd "$ROOT/usr/src" && echo tb5-*) == "tb5-${want%-*}" ]] ||
 		tb5_die "/usr/src holds $(cd "$ROOT/usr/src" && echo tb5-*)"
 	local ko

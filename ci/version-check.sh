@@ -56,6 +56,7 @@ if grep -qE "^## \[$V\]" CHANGELOG.md; then
 else
 	bad "CHANGELOG.md has no '## [$V]' section"
 fi
+# shellcheck disable=SC2016  # Kbuild's $(TB5_VERSION), literally
 if grep -qE "^MODULE_VERSION\(TB5_VERSION_STRING\);" dkms/tb5_main.c &&
 	grep -q 'TB5_VERSION_STRING=.*\$(TB5_VERSION)' dkms/Kbuild &&
 	grep -q 'TB5_VERSION=@PROJECT_VERSION@' dkms/dkms.conf.in; then
@@ -110,11 +111,11 @@ check_tree() {
 		same "$conf: MAKE's TB5_VERSION (the module's MODULE_VERSION)" "$got"
 		same "$dir/dkms/tb5-$V/VERSION" "$(cat "$dir/dkms/tb5-$V/VERSION")"
 	else
-		bad "$dir: no staged DKMS tree dkms/tb5-$V/ ($(ls "$dir/dkms" 2>/dev/null | tr '\n' ' '))"
+		bad "$dir: no staged DKMS tree dkms/tb5-$V/ ($(find "$dir/dkms" -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null))"
 	fi
-	for f in $(find "$dir" -name tb5.ko -type f 2>/dev/null); do
+	while IFS= read -r f; do
 		same "$f: modinfo -F version" "$(modinfo -F version "$f")"
-	done
+	done < <(find "$dir" -name tb5.ko -type f 2>/dev/null)
 	for f in tb5-selftest tb5-perf tb5-exporter; do
 		local bin
 		bin=$(find_bin "$dir" "$f")
