@@ -18,7 +18,8 @@ namespace tb5exporter {
 
 namespace {
 
-void Log(void *, const char *fmt, va_list ap)
+// libmicrohttpd's log callback: its format comes from the library.
+__attribute__((format(printf, 2, 0))) void Log(void *, const char *fmt, va_list ap)
 {
 	char buf[512];
 	std::vsnprintf(buf, sizeof(buf), fmt, ap);
