@@ -181,6 +181,16 @@ bool Expired(Clock::time_point t0) { return Clock::now() - t0 > std::chrono::dur
 
 // connect() and accept() until both hand back comms, as NCCL's proxy does
 // (each rank that is here).
+// The plugin's last log lines, for a failure's message.
+std::string LastLog(size_t n = 6)
+{
+	auto lines = LogLines();
+	std::string out;
+	for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); i++)
+		out += "\n  plugin: " + lines[i];
+	return out;
+}
+
 ::testing::AssertionResult Establish(Rank &sender, int send_dev, void *handle, Rank &receiver)
 {
 	auto t0 = Clock::now();
@@ -188,15 +198,16 @@ bool Expired(Clock::time_point t0) { return Clock::now() - t0 > std::chrono::dur
 		if (sender.here() && !sender.sc) {
 			ncclResult_t r = sender.api->Connect(sender.ctx, send_dev, handle, &sender.sc);
 			if (r != ncclSuccess)
-				return ::testing::AssertionFailure() << "connect: " << r;
+				return ::testing::AssertionFailure() << "connect: " << r << LastLog();
 		}
 		if (receiver.here() && !receiver.rc) {
 			ncclResult_t r = receiver.api->Accept(receiver.lc, &receiver.rc);
 			if (r != ncclSuccess)
-				return ::testing::AssertionFailure() << "accept: " << r;
+				return ::testing::AssertionFailure() << "accept: " << r << LastLog();
 		}
 		if (Expired(t0))
-			return ::testing::AssertionFailure() << "no connection in " << TimeoutS() << " s";
+			return ::testing::AssertionFailure() << "no connection in " << TimeoutS() << " s"
+							     << LastLog();
 	}
 	return ::testing::AssertionSuccess();
 }
@@ -866,6 +877,11 @@ TEST_P(PluginVersion, DlcloseThenDlopenAgain)
 	ASSERT_NO_FATAL_FAILURE(Transfer(a, b, {4096}));
 	ClosePair(a, b);
 	Unload();
+	// Split over the simulator, a host lives as long as its process has
+	// libtb5 loaded: both unload before either loads again, as between
+	// two tests (SetUp). Otherwise one host may come back beside the
+	// other's old self, and its link goes down when that one leaves.
+	ASSERT_NO_FATAL_FAILURE(Meet("unloaded"));
 	ASSERT_NO_FATAL_FAILURE(Load());
 	ASSERT_NO_FATAL_FAILURE(Pair(a, b));
 	ASSERT_NO_FATAL_FAILURE(Transfer(a, b, {1 << 20}));
