@@ -335,6 +335,12 @@ if(TB5_PACKAGE STREQUAL "DEB")
     tb5_maint_script(${_pkg_src}/debian/${_s}.in ${_pkg_gen}/tb5-dkms/${_s})
   endforeach()
   file(WRITE ${_pkg_gen}/tb5-dkms/conffiles "/etc/modprobe.d/tb5.conf\n")
+  # tb5-exporter: its unit enabled on install and started where systemd
+  # runs (what dh_installsystemd writes).
+  file(COPY ${_pkg_src}/debian/tb5-exporter/postinst ${_pkg_src}/debian/tb5-exporter/prerm
+       ${_pkg_src}/debian/tb5-exporter/postrm DESTINATION ${_pkg_gen}/tb5-exporter
+       FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+       WORLD_READ WORLD_EXECUTE)
   file(WRITE ${_pkg_gen}/libtb5-1/triggers "activate-noawait ldconfig\n")
   # CPack gives packages with libraries maintainer scripts that run
   # ldconfig; the trigger above replaces them (and the plugin needs none).
@@ -409,6 +415,11 @@ else()
   # tb5-perf --plot draws with gnuplot (a weak dependency).
   set(CPACK_RPM_TOOLS_PACKAGE_SUGGESTS "gnuplot")
   set(CPACK_RPM_EXPORTER_PACKAGE_GROUP "System/Monitoring")
+  # The unit as %systemd_post, %systemd_preun and
+  # %systemd_postun_with_restart treat it (presets decide enablement).
+  set(CPACK_RPM_EXPORTER_POST_INSTALL_SCRIPT_FILE ${_pkg_src}/rpm/exporter/post)
+  set(CPACK_RPM_EXPORTER_PRE_UNINSTALL_SCRIPT_FILE ${_pkg_src}/rpm/exporter/preun)
+  set(CPACK_RPM_EXPORTER_POST_UNINSTALL_SCRIPT_FILE ${_pkg_src}/rpm/exporter/postun)
   set(CPACK_RPM_DOC_PACKAGE_GROUP "Documentation/Other")
   set(CPACK_RPM_TESTS_PACKAGE_GROUP "Development/Tools/Other")
   foreach(_C MINIMAL SERVER FULL)
