@@ -346,6 +346,22 @@ check_installed() {
 	echo "installed: ${MINIMAL_PKGS[*]} $want; tb5.ko ${want%-*} (modinfo) in DKMS for $KVER, no other version; group tb5; tb5.conf ring_size=$ring"
 }
 
+# The man pages the server install brings (tools, exporter, module), as
+# installed, rendered by man -l without a warning (man-db of the host: the
+# test system has none).
+check_man_pages() {
+	local page out
+
+	tb5_install_deps man-db
+	for page in man1/tb5-selftest.1.gz man1/tb5-perf.1.gz man8/tb5-exporter.8.gz man4/tb5.4.gz; do
+		[[ -f $ROOT/usr/share/man/$page ]] || tb5_die "no /usr/share/man/$page in the installed system"
+		out=$(LC_ALL=C.UTF-8 MANROFFSEQ="" MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 -Z "$ROOT/usr/share/man/$page" 2>&1 >/dev/null) ||
+			tb5_die "man -l /usr/share/man/$page failed: $out"
+		[[ -z $out ]] || tb5_die "man -l /usr/share/man/$page warns: $out"
+	done
+	echo "man pages installed: tb5-selftest(1), tb5-perf(1), tb5-exporter(8), tb5(4); man -l renders each without warnings"
+}
+
 install_packages() {
 	local cur prev p
 
@@ -366,6 +382,7 @@ install_packages() {
 		apt_install tb5-nccl-server
 		[[ -L $ROOT/etc/systemd/system/multi-user.target.wants/tb5-exporter.service ]] ||
 			tb5_die "installing tb5-nccl-server did not enable tb5-exporter.service"
+		check_man_pages
 	else
 		apt_install tb5-nccl-minimal
 		check_installed "$cur" 4096
