@@ -25,13 +25,17 @@
 #   - the packages (ci/package.sh): debs and rpms built by CPack
 #     (build-pkg-deb/, build-pkg-rpm/), lintian (no error, no warning) and
 #     rpmlint (no error)
-#   - the packages installed (ci/package-install.sh --full): a local apt
-#     repository, a fresh Debian 12 (debootstrap), apt install of the
-#     previous build, an edited conffile, the upgrade keeping it, the
-#     system booted under QEMU with its own kernel and udev (modprobe,
-#     nodes tb5 0660, tb5-selftest as a member of tb5, tb5-perf, the rule
-#     reaching existing nodes, a changed ring_size), purge leaving nothing,
-#     and Debian's DKMS autopkgtest
+#   - one version everywhere (ci/version-check.sh)
+#   - the signed apt and dnf repositories (ci/release.sh --rpm)
+#   - the packages installed (ci/package-install.sh --full): the signed apt
+#     repository served over HTTP, a fresh Debian 12 (debootstrap), the
+#     keyring and tb5.sources, tampered repositories refused, apt install
+#     of the previous release (0.1.0, built from git history), an edited
+#     conffile, the upgrade keeping it, tb5-nccl-server, the system booted
+#     under QEMU with its own kernel and udev (modprobe, nodes tb5 0660,
+#     tb5-selftest as a member of tb5, tb5-perf, the exporter under
+#     systemd, the rule reaching existing nodes, a changed ring_size),
+#     purge leaving nothing, and Debian's DKMS autopkgtest
 #   - the main job, ci/main.sh (demo, benchmark, simulator, packages
 #     installed into a fresh system and booted; build/)
 #
@@ -141,6 +145,9 @@ tb5_stage "fuzz tb5-fuzz-rx (${TB5_FUZZ_SECONDS:-60} s)" \
 tb5_stage "tb5.ko: DKMS builds and VM tests on 6.1, 6.12, sid (ci/kernel-tests.sh)" \
 	ci/kernel-tests.sh
 tb5_stage "packages: deb + rpm, lintian, rpmlint (ci/package.sh)" ci/package.sh
+tb5_stage "one version everywhere (ci/version-check.sh)" ci/version-check.sh
+tb5_stage "signed apt and dnf repositories (ci/release.sh --rpm)" \
+	env TB5_RELEASE_LINT=1 ci/release.sh --rpm
 tb5_stage "packages: install, boot, upgrade, purge, DKMS autopkgtest (ci/package-install.sh --full)" \
 	ci/package-install.sh --full
 tb5_stage "main job (ci/main.sh)" ci/main.sh
