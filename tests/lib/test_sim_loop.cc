@@ -384,6 +384,75 @@ TEST(SimConfig, BadSettingsAreRefusedWithAReason)
 	EXPECT_EQ(child_list_links("x:delay_us=20000", &msg), EINVAL);
 	EXPECT_NE(msg.find("delay_us"), std::string::npos) << msg;
 	EXPECT_EQ(child_list_links("x:usb4=2", &msg), EINVAL);
+	for (const char *bad : {"x:hosts=4,uncabled=0", "x:hosts=4,uncabled=1-1",
+				"x:hosts=4,uncabled=0-16", "x:hosts=4,uncabled=a-b",
+				"x:hosts=4,uncabled=0-3-1", "x:hosts=4,uncabled="}) {
+		EXPECT_EQ(child_list_links(bad, &msg), EINVAL) << bad;
+		EXPECT_NE(msg.find("two different host slots"), std::string::npos)
+			<< bad << ": " << msg;
+	}
+	EXPECT_EQ(child_list_links("x:hosts=3,uncabled=0-3", &msg), EINVAL);
+	EXPECT_NE(msg.find("names slot 3, but hosts=3"), std::string::npos) << msg;
+}
+
+// The links a child process in @spec's fabric lists, "name name ...", or
+// "error: <message>".
+std::string child_link_names(const std::string &spec)
+{
+	int fds[2];
+
+	if (pipe(fds))
+		return "error: pipe";
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		tb5_link_info *l = nullptr;
+		size_t n = 0;
+		std::string out;
+
+		close(fds[0]);
+		setenv("TB5_SIM", spec.c_str(), 1);
+		if (tb5_list_links(&l, &n) < 0) {
+			out = std::string("error: ") + tb5_last_error();
+		} else {
+			for (size_t i = 0; i < n; i++)
+				out += (out.empty() ? "" : " ") + std::string(l[i].name);
+			tb5_free_link_list(l);
+		}
+		// exit(), not _exit(): the host leaves the fabric, and the last
+		// to leave removes it, so the next child makes it afresh.
+		exit(write(fds[1], out.data(), out.size()) < 0 ? 1 : 0);
+	}
+	close(fds[1]);
+	std::string out;
+	char buf[512];
+	ssize_t got;
+
+	while ((got = read(fds[0], buf, sizeof(buf))) > 0)
+		out.append(buf, size_t(got));
+	close(fds[0]);
+	waitpid(pid, nullptr, 0);
+	return out;
+}
+
+TEST(SimConfig, AnUncabledPairHasNoLinks)
+{
+	const std::string fabric = "tb5test-uncabled-" + std::to_string(getpid());
+	const std::string spec = fabric + ":hosts=4,loop=0,uncabled=0-3";
+
+	// Each child takes its slot and leaves at once; the fabric is made
+	// afresh for each.
+	EXPECT_EQ(child_link_names(spec + ",host=0"), "sim_h1 sim_h2");
+	EXPECT_EQ(child_link_names(spec + ",host=3"), "sim_h1 sim_h2");
+	EXPECT_EQ(child_link_names(spec + ",host=1"), "sim_h0 sim_h2 sim_h3");
+	EXPECT_EQ(child_link_names(spec + ",uncabled=1-2,host=2"), "sim_h0 sim_h3");
+	EXPECT_EQ(child_link_names(fabric + ":hosts=4,loop=0,host=0"),
+		  "sim_h1 sim_h2 sim_h3");
+	// uncabled= without hosts= names slots the default two lack.
+	EXPECT_EQ(child_link_names(fabric + ":uncabled=0-3").rfind(
+			  "error: simulator: TB5_SIM=" + fabric +
+			  ":uncabled=0-3 names slot 3, but the fabric has 2 hosts", 0),
+		  0u);
 }
 
 TEST(SimConfig, AFabricKeepsItsSettings)
@@ -400,6 +469,9 @@ TEST(SimConfig, AFabricKeepsItsSettings)
 	tb5_free_link_list(l);
 	EXPECT_EQ(child_list_links((fabric + ":hosts=4").c_str(), &msg), EINVAL);
 	EXPECT_NE(msg.find("has 1 hosts"), std::string::npos) << msg;
+	EXPECT_EQ(child_list_links((fabric + ":uncabled=0-1").c_str(), &msg), EINVAL);
+	EXPECT_NE(msg.find("has uncabled=none; TB5_SIM asks for uncabled=0-1"),
+		  std::string::npos) << msg;
 	EXPECT_EQ(child_list_links(fabric.c_str(), &msg), EBUSY);
 	EXPECT_NE(msg.find("taken"), std::string::npos) << msg;
 }

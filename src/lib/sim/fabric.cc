@@ -28,7 +28,8 @@ namespace {
 
 constexpr uint64_t kMagic = 0x74623573696d3031ull;	// "tb5sim01"
 // 2: ring descriptors carry the link-rate model's due time.
-constexpr uint32_t kVersion = 2;
+// 3: the header says which pairs are uncabled.
+constexpr uint32_t kVersion = 3;
 constexpr const char *kShmDir = "/dev/shm";
 
 uint64_t random_session()
@@ -65,6 +66,26 @@ bool parse_cable(const std::string &prefix, const char *name, uint32_t &i,
 		return false;
 	return sscanf(name + prefix.size(), "%" SCNu32 ".%" SCNu32 ".%" SCNx64
 		      ".%" SCNx64, &i, &j, &si, &sj) == 4;
+}
+
+// Is @rows (kMaxHosts rows of bits) a symmetric set of pairs of two
+// different slots below @hosts? (Built as a transpose and a compare: gcc 12
+// at -O2 miscompiles the plain double loop of bit tests.)
+bool valid_uncabled(const uint16_t *rows, uint32_t hosts)
+{
+	uint16_t t[kMaxHosts] = {};
+
+	for (uint32_t a = 0; a < kMaxHosts; a++)
+		for (uint32_t b = 0; b < kMaxHosts; b++)
+			if ((rows[a] >> b) & 1u)
+				t[b] = uint16_t(t[b] | (1u << a));
+	if (memcmp(t, rows, sizeof(t)))
+		return false;
+	for (uint32_t a = 0; a < kMaxHosts; a++)
+		if (((rows[a] >> a) & 1u) || (rows[a] && a >= hosts) ||
+		    (uint32_t(rows[a]) >> hosts))
+			return false;
+	return true;
 }
 
 } // namespace
@@ -152,9 +173,21 @@ int Fabric::join_once(const Config &cfg)
 	hdr_ = static_cast<FabricHeader *>(p);
 	fd_ = std::move(fd);
 	if (created) {
+		// uncabled= without hosts= may name slots the default lacks.
+		for (uint32_t i = cfg.hosts; i < kMaxHosts; i++) {
+			if (!cfg.uncabled[i])
+				continue;
+			shm_unlink(shm_name.c_str());
+			return fail(-EINVAL, "simulator: TB5_SIM=%s:uncabled=%s "
+				    "names slot %u, but the fabric has %u hosts "
+				    "(hosts=N)", name_.c_str(),
+				    describe_uncabled(cfg.uncabled).c_str(), i,
+				    cfg.hosts);
+		}
 		hdr_->version = kVersion;
 		hdr_->hosts = cfg.hosts;
 		hdr_->ring_size = cfg.ring_size;
+		memcpy(hdr_->uncabled, cfg.uncabled, sizeof(hdr_->uncabled));
 		hdr_->magic.store(kMagic, std::memory_order_release);
 	} else {
 		int i;
@@ -173,10 +206,19 @@ int Fabric::join_once(const Config &cfg)
 		    (hdr_->ring_size & (hdr_->ring_size - 1)))
 			return fail(-EPROTO, "simulator: %s%s has bad settings",
 				    kShmDir, shm_name.c_str());
+		if (!valid_uncabled(hdr_->uncabled, hdr_->hosts))
+			return fail(-EPROTO, "simulator: %s%s has bad settings",
+				    kShmDir, shm_name.c_str());
 		if (cfg.hosts_given && cfg.hosts != hdr_->hosts)
 			return fail(-EINVAL, "simulator: fabric %s has %u hosts; "
 				    "TB5_SIM asks for %u", name_.c_str(),
 				    hdr_->hosts, cfg.hosts);
+		if (cfg.uncabled_given &&
+		    memcmp(cfg.uncabled, hdr_->uncabled, sizeof(hdr_->uncabled)))
+			return fail(-EINVAL, "simulator: fabric %s has uncabled=%s; "
+				    "TB5_SIM asks for uncabled=%s", name_.c_str(),
+				    describe_uncabled(hdr_->uncabled).c_str(),
+				    describe_uncabled(cfg.uncabled).c_str());
 		if (cfg.ring_given && cfg.ring_size != hdr_->ring_size)
 			return fail(-EINVAL, "simulator: fabric %s has ring=%u; "
 				    "TB5_SIM asks for %u", name_.c_str(),

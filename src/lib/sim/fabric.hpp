@@ -5,8 +5,9 @@
 // /dev/shm/tb5sim.<fabric> holds the fabric's settings and one slot per
 // host. A process joins by claiming a free slot (or the slot of a process
 // that died) with a fresh random session number, which is also its host
-// id; it leaves by clearing it. Every pair of hosts is cabled: the rings of
-// the cable between slots i < j live in
+// id; it leaves by clearing it. Every pair of hosts is cabled unless the
+// fabric's creator said uncabled=i-j; the rings of the cable between slots
+// i < j live in
 //   /dev/shm/tb5sim.<fabric>.<i>.<j>.<session i>.<session j>
 // so that a host that restarts gets new, empty rings; whichever end comes
 // first creates the file, and the file goes when either end sees the other
@@ -43,6 +44,7 @@ struct FabricHeader {
 	uint32_t hosts;
 	uint32_t ring_size;
 	uint32_t pad;
+	uint16_t uncabled[kMaxHosts];	// bit j of row i: no cable i-j
 	alignas(64) HostSlot slots[kMaxHosts];
 };
 
@@ -63,6 +65,11 @@ public:
 	uint32_t my_slot() const { return slot_; }
 	uint64_t my_session() const { return session_; }
 	HostSlot &slot(uint32_t i) { return hdr_->slots[i]; }
+	// Is there a cable between slots @i and @j?
+	bool cabled(uint32_t i, uint32_t j) const
+	{
+		return i != j && !(hdr_->uncabled[i] & (1u << j));
+	}
 	const std::string &name() const { return name_; }
 
 	// The cable file's path between this host and slot @peer whose

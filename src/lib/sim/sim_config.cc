@@ -42,7 +42,34 @@ bool valid_fabric(const std::string &f)
 	return f != "." && f != "..";
 }
 
+// "i-j": two different host slots.
+bool parse_pair(const std::string &s, uint32_t &i, uint32_t &j)
+{
+	size_t dash = s.find('-');
+	uint64_t a = 0, b = 0;
+
+	if (dash == std::string::npos ||
+	    !parse_uint(s.substr(0, dash), kMaxHosts - 1, a) ||
+	    !parse_uint(s.substr(dash + 1), kMaxHosts - 1, b) || a == b)
+		return false;
+	i = uint32_t(a);
+	j = uint32_t(b);
+	return true;
+}
+
 } // namespace
+
+std::string describe_uncabled(const uint16_t *rows)
+{
+	std::string s;
+
+	for (uint32_t i = 0; i < kMaxHosts; i++)
+		for (uint32_t j = i + 1; j < kMaxHosts; j++)
+			if (rows[i] & (1u << j))
+				s += (s.empty() ? "" : ",") + std::to_string(i) +
+				     "-" + std::to_string(j);
+	return s.empty() ? "none" : s;
+}
 
 uint32_t default_copy_workers()
 {
@@ -88,6 +115,18 @@ int parse_config(const std::string &spec, Config &out)
 					    v.c_str(), kMaxHosts);
 			c.hosts = uint32_t(n);
 			c.hosts_given = true;
+		} else if (k == "uncabled") {
+			uint32_t i = 0, j = 0;
+
+			if (!parse_pair(v, i, j))
+				return fail(-EINVAL, "TB5_SIM: uncabled=%s: a pair of "
+					    "two different host slots i-j, each "
+					    "0..%u (e.g. uncabled=0-3; repeat the "
+					    "key for more pairs)", v.c_str(),
+					    kMaxHosts - 1);
+			c.uncabled[i] |= uint16_t(1u << j);
+			c.uncabled[j] |= uint16_t(1u << i);
+			c.uncabled_given = true;
 		} else if (k == "host") {
 			if (!parse_uint(v, kMaxHosts - 1, n))
 				return fail(-EINVAL, "TB5_SIM: host=%s: 0..%u",
@@ -138,13 +177,19 @@ int parse_config(const std::string &spec, Config &out)
 			c.copy = int(n);
 		} else {
 			return fail(-EINVAL, "TB5_SIM: unknown key \"%s\" (known: "
-				    "hosts, host, loop, ring, rate, delay_us, usb4, "
+				    "hosts, uncabled, host, loop, ring, rate, delay_us, usb4, "
 				    "copy)", k.c_str());
 		}
 	}
 	if (c.host >= 0 && uint32_t(c.host) >= c.hosts && c.hosts_given)
 		return fail(-EINVAL, "TB5_SIM: host=%d but hosts=%u", c.host,
 			    c.hosts);
+	for (uint32_t i = c.hosts; c.hosts_given && i < kMaxHosts; i++)
+		if (c.uncabled[i])
+			return fail(-EINVAL, "TB5_SIM: uncabled=%s names slot %u, "
+				    "but hosts=%u (slots 0..%u)",
+				    describe_uncabled(c.uncabled).c_str(), i,
+				    c.hosts, c.hosts - 1);
 	out = c;
 	return 0;
 }

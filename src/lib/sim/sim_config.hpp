@@ -6,6 +6,8 @@
 //
 //   fabric  name of the simulated cluster: [A-Za-z0-9_.-], 1..64 chars
 //   hosts   host slots in the fabric, full mesh (1..16, default 2)
+//   uncabled  a pair of slots i-j with no cable between them (e.g. 0-3);
+//           may be given more than once (default: every pair cabled)
 //   host    the slot this process takes (default: the first free one)
 //   loop    loop pairs inside this process (0..16, default 1)
 //   ring    descriptors per ring (power of two, 64..16384, default 1024)
@@ -18,7 +20,7 @@
 //           CPUs it may run on: 0 below 8, else a quarter of them, at
 //           most 8)
 //
-// hosts and ring belong to the fabric: the first process fixes them and a
+// hosts, uncabled and ring belong to the fabric: the first process fixes them and a
 // later one that asks for other values is refused. rate, delay_us and usb4
 // model the directions this process sends in.
 #pragma once
@@ -32,6 +34,9 @@ struct Config {
 	std::string fabric;
 	uint32_t hosts = 2;
 	bool hosts_given = false;
+	// uncabled[i] bit j: no cable between slots i and j (symmetric).
+	uint16_t uncabled[16] = {};
+	bool uncabled_given = false;
 	int host = -1;
 	uint32_t loop = 1;
 	uint32_t ring_size = 1024;
@@ -43,9 +48,13 @@ struct Config {
 };
 
 constexpr uint32_t kMaxHosts = 16;
+static_assert(kMaxHosts <= 16, "Config::uncabled holds 16 bits a row");
 constexpr uint32_t kMaxLoop = 16;
 constexpr uint32_t kMaxCopy = 64;
 constexpr uint32_t kMaxDelayUs = 10000;
+
+// "0-3,1-2": the uncabled pairs of @rows (kMaxHosts of them), or "none".
+std::string describe_uncabled(const uint16_t *rows);
 
 // copy= when TB5_SIM does not say: from the CPUs this process may run on.
 uint32_t default_copy_workers();

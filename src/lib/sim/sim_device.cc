@@ -108,7 +108,8 @@ int Host::init(const Config &cfg)
 	uint32_t index = 0;
 
 	for (uint32_t j = 0; j < fabric.hosts(); j++) {
-		if (j == fabric.my_slot())
+		// No link where the fabric has no cable (uncabled=).
+		if (!fabric.cabled(fabric.my_slot(), j))
 			continue;
 		auto l = std::make_unique<SimLink>(fabric, j, wire);
 
