@@ -565,6 +565,23 @@ std::string DescribeLinks()
 	return s.empty() ? "none" : s;
 }
 
+// This host's id (the first link's local end), 0 when it has no links.
+uint64_t LocalHost()
+{
+	tb5_link_info *links = nullptr;
+	size_t n = 0;
+	if (tb5_list_links(&links, &n) < 0)
+		return 0;
+	uint64_t host = 0;
+	for (size_t i = 0; i < n && !host; i++)
+		if (!(links[i].caps & TB5_CAP_LOOP))
+			host = links[i].local_host;
+	for (size_t i = 0; i < n && !host; i++)
+		host = links[i].local_host;
+	tb5_free_link_list(links);
+	return host;
+}
+
 // The link that reaches @host now (@preferred when it is one of those): its
 // name, or "" (with *pending set when a link is still coming up and might
 // turn out to be the one).
@@ -864,10 +881,14 @@ ncclResult_t Connect(int dev, void *handle, void **send_comm)
 					return ncclSuccess;
 				g.waits.erase(wit);
 			}
-			TB5_WARN("connect: no cable reaches host %#llx (the listener on its "
-				 "link %s): this host's links are %s. Cable the two hosts "
-				 "together, or check `tb5-selftest` on both",
-				 (unsigned long long)h->host, peer_link, DescribeLinks().c_str());
+			// No relaying through a third host: the missing cable is
+			// named, both ends, and the job stops here.
+			TB5_WARN("connect: no cable reaches host %#llx from this host %#llx "
+				 "(the listener on its link %s): this host's links are %s. "
+				 "tb5 does not route through other hosts: cable the two "
+				 "hosts together, or check `tb5-selftest` on both",
+				 (unsigned long long)h->host, (unsigned long long)LocalHost(),
+				 peer_link, DescribeLinks().c_str());
 			return ncclSystemError;
 		}
 		{

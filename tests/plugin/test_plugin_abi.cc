@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -32,7 +33,9 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -1009,6 +1012,260 @@ TEST_P(PluginProcesses, TwoProcesses)
 	(void)!system(("rm -rf '" + live_dir + "'").c_str());
 }
 
+// One rank of a mesh of @n processes, rank r in slot r of a fabric of n
+// hosts: a listener per peer, handles swapped over @ch[peer] (as NCCL's
+// bootstrap would), a connection to and from every peer (each connect
+// through device 0: the plugin takes the link that reaches the peer, and
+// its log must say sim_h<peer>), then every size to every peer at once
+// while receiving every size from each, every byte checked. @missing is
+// the peer with no cable to this rank (-1: none): connecting to it must
+// fail, at once and not by a timeout, with the plugin's message naming
+// both hosts, while the rest of the mesh carries its data all the same.
+// Returns 0, or the step that failed.
+int MeshRank(int version, int rank, int n, const std::vector<Channel *> &ch,
+	     const std::vector<size_t> &sizes, int missing, double timeout_s)
+{
+	ClearLog();
+	std::string why;
+	auto l = Library::Open(PluginPath(), &why);
+	if (!l)
+		return 10;
+	auto x = l->Get(version);
+	void *c = nullptr;
+	int nd = 0;
+	if (!x || x->Init(&c) || x->Devices(&nd))
+		return 11;
+	// A device per cable: one to every other host but the missing one.
+	if (nd != n - 1 - (missing >= 0))
+		return 12;
+	auto t0 = Clock::now();
+	auto late = [&] { return Clock::now() - t0 > std::chrono::duration<double>(timeout_s); };
+	std::vector<void *> lc(n), sc(n), rc(n), smh(n), rmh(n);
+	std::vector<std::array<char, NCCL_NET_HANDLE_MAXSIZE>> mine(n), theirs(n);
+	for (int p = 0; p < n; p++) {
+		if (p == rank)
+			continue;
+		mine[p] = {};
+		if (x->Listen(c, 0, mine[p].data(), &lc[p]) || !ch[p]->Send(mine[p].data(), mine[p].size()))
+			return 13;
+	}
+	for (int p = 0; p < n; p++)
+		if (p != rank && !ch[p]->Recv(theirs[p].data(), theirs[p].size(), timeout_s))
+			return 14;
+	auto host_of = [&](int p) {
+		uint64_t h = 0;
+		std::memcpy(&h, theirs[p].data() + 8, sizeof(h));	// the handle's host id
+		char buf[32];
+		snprintf(buf, sizeof(buf), "%#llx", (unsigned long long)h);
+		return std::string(buf);
+	};
+	auto logged = [](const std::string &what) {
+		for (auto &line : LogLines())
+			if (line.find(what) != std::string::npos)
+				return true;
+		return false;
+	};
+	if (missing >= 0) {
+		ncclResult_t r = ncclSuccess;
+		void *none = nullptr;
+		while (r == ncclSuccess && !none && !late())
+			r = x->Connect(c, 0, theirs[missing].data(), &none);
+		if (r == ncclSuccess || none)
+			return 30;
+		if (!logged("no cable reaches host " + host_of(missing) + " from this host"))
+			return 31;
+	}
+	bool all = false;
+	while (!all) {
+		all = true;
+		for (int p = 0; p < n; p++) {
+			if (p == rank || p == missing)
+				continue;
+			if (!sc[p] && x->Connect(c, 0, theirs[p].data(), &sc[p]))
+				return 15;
+			if (!rc[p] && x->Accept(lc[p], &rc[p]))
+				return 16;
+			all = all && sc[p] && rc[p];
+		}
+		if (late())
+			return 17;
+	}
+	size_t max = *std::max_element(sizes.begin(), sizes.end());
+	std::vector<std::unique_ptr<Buffer>> sbuf(n), rbuf(n);
+	for (int p = 0; p < n; p++) {
+		if (p == rank || p == missing)
+			continue;
+		// Over the cable to that peer, whatever device was asked for.
+		const std::string via = " over sim_h" + std::to_string(p);
+		bool routed = false;
+		for (auto &line : LogLines())
+			routed |= line.find("connecting to host " + host_of(p)) != std::string::npos &&
+				  line.size() >= via.size() &&
+				  line.compare(line.size() - via.size(), via.size(), via) == 0;
+		if (!routed)
+			return 42;
+		sbuf[p] = std::make_unique<Buffer>(max + 1);
+		rbuf[p] = std::make_unique<Buffer>(max + 1);
+		if (!sbuf[p]->p || !rbuf[p]->p)
+			return 18;
+		if (x->RegMr(sc[p], sbuf[p]->p, max + 1, &smh[p]) ||
+		    x->RegMr(rc[p], rbuf[p]->p, max + 1, &rmh[p]))
+			return 19;
+	}
+	auto seed = [n](int from, int to, size_t i) { return (uint32_t)((from * n + to) * 100 + i + 1); };
+	for (size_t i = 0; i < sizes.size(); i++) {
+		const size_t len = sizes[i];
+		std::vector<void *> sreq(n), rreq(n);
+		std::vector<size_t> rs(n, len);
+		for (int p = 0; p < n; p++) {
+			if (p == rank || p == missing)
+				continue;
+			Fill(sbuf[p]->p, len, seed(rank, p, i));
+			int tag = (int)i;
+			void *d = rbuf[p]->p;
+			while (!rreq[p])
+				if (x->Irecv(rc[p], 1, &d, &rs[p], &tag, &rmh[p], &rreq[p]) || late())
+					return 20;
+			while (!sreq[p])
+				if (x->Isend(sc[p], sbuf[p]->p, len, tag, smh[p], &sreq[p]) || late())
+					return 21;
+		}
+		for (bool done = false; !done;) {
+			done = true;
+			for (int p = 0; p < n; p++) {
+				if (p == rank || p == missing)
+					continue;
+				int got = -1;
+				if (sreq[p]) {
+					int d = 0;
+					if (x->Test(sreq[p], &d, nullptr))
+						return 22;
+					if (d)
+						sreq[p] = nullptr;
+				}
+				if (rreq[p]) {
+					int d = 0;
+					if (x->Test(rreq[p], &d, &got))
+						return 23;
+					if (d) {
+						rreq[p] = nullptr;
+						if ((size_t)got != len ||
+						    Check(rbuf[p]->p, len, seed(p, rank, i)) != -1)
+							return 24;
+					}
+				}
+				done = done && !sreq[p] && !rreq[p];
+			}
+			if (late())
+				return 25;
+		}
+	}
+	// Everyone is done before anyone closes (a barrier).
+	char byte = 1;
+	for (int p = 0; p < n; p++)
+		if (p != rank && !ch[p]->Send(&byte, 1))
+			return 26;
+	for (int p = 0; p < n; p++)
+		if (p != rank && !ch[p]->Recv(&byte, 1, timeout_s))
+			return 27;
+	for (int p = 0; p < n; p++) {
+		if (p == rank)
+			continue;
+		if (sc[p] && (x->DeregMr(sc[p], smh[p]) || x->CloseSend(sc[p])))
+			return 28;
+		if (rc[p] && (x->DeregMr(rc[p], rmh[p]) || x->CloseRecv(rc[p])))
+			return 28;
+		if (x->CloseListen(lc[p]))
+			return 28;
+	}
+	if (x->Finalize(c))
+		return 29;
+	return 0;
+}
+
+// Four processes, each a host of a four-host fabric (one per slot), in a
+// full mesh or with the cable between slots 0 and 3 missing (uncabled=0-3:
+// ranks 0 and 3 see that connect fail, the other five pairs carry data).
+// Every rank is a child; this process only waits, and kills what has not
+// ended in time, so that nothing can hang the run.
+class PluginMesh : public ::testing::TestWithParam<int> {
+protected:
+	void RunMesh(const std::string &opts, int cut_a, int cut_b)
+	{
+		if (RemoteRole() || KernelBackend())
+			GTEST_SKIP() << "four simulator hosts in this process's children";
+		constexpr int n = 4;
+		UseFabric(opts);
+		const std::string sim = std::getenv("TB5_SIM");
+		std::string live_dir = UseLiveDir();
+		int fds[n][n][2];	// [i][j], i < j: a socket pair, i's end [0]
+		for (int i = 0; i < n; i++)
+			for (int j = i + 1; j < n; j++)
+				ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds[i][j]), 0);
+		const std::vector<size_t> sizes = {0, 1, 4097, (1 << 20) + 3, (4 << 20) + 1};
+		std::vector<pid_t> kids;
+		for (int r = 0; r < n; r++) {
+			pid_t pid = fork();
+			ASSERT_GE(pid, 0);
+			if (pid == 0) {
+				setenv("TB5_SIM", (sim + ",host=" + std::to_string(r)).c_str(), 1);
+				std::vector<std::unique_ptr<PipeChannel>> own(n);
+				std::vector<Channel *> ch(n);
+				for (int p = 0; p < n; p++) {
+					if (p == r)
+						continue;
+					int fd = r < p ? fds[r][p][0] : fds[p][r][1];
+					own[p] = std::make_unique<PipeChannel>(fd, fd);
+					ch[p] = own[p].get();
+				}
+				int missing = r == cut_a ? cut_b : r == cut_b ? cut_a : -1;
+				_exit(MeshRank(GetParam(), r, n, ch, sizes, missing, 30));
+			}
+			kids.push_back(pid);
+		}
+		for (int i = 0; i < n; i++)
+			for (int j = i + 1; j < n; j++) {
+				close(fds[i][j][0]);
+				close(fds[i][j][1]);
+			}
+		auto t0 = Clock::now();
+		std::vector<int> status(n, -1);
+		for (int left = n; left > 0;) {
+			for (int r = 0; r < n; r++) {
+				int st = 0;
+				if (kids[r] > 0 && waitpid(kids[r], &st, WNOHANG) == kids[r]) {
+					status[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+					kids[r] = 0;
+					left--;
+				}
+			}
+			if (left && Clock::now() - t0 > std::chrono::seconds(60)) {
+				for (int r = 0; r < n; r++)
+					if (kids[r] > 0) {
+						kill(kids[r], SIGKILL);
+						waitpid(kids[r], nullptr, 0);
+						ADD_FAILURE() << "rank " << r << " still running after 60 s: killed";
+					}
+				break;
+			}
+			usleep(10000);
+		}
+		for (int r = 0; r < n; r++)
+			EXPECT_EQ(status[r], 0) << "rank " << r << ": the step that failed (see MeshRank)";
+		(void)!system(("rm -rf '" + live_dir + "'").c_str());
+	}
+};
+
+TEST_P(PluginMesh, FourProcessesFullMesh)
+{
+	RunMesh("hosts=4,loop=0", -1, -1);
+}
+
+TEST_P(PluginMesh, FourProcessesOneCableMissingFailsAtConnect)
+{
+	RunMesh("hosts=4,loop=0,uncabled=0-3", 0, 3);
+}
+
 // One rank on each of two hosts of the emulated fabric, over the kernel's
 // tb links (tests/kernel/vm-tests-fabric.sh runs it on both):
 // TB5_PLUGIN_TEST_REMOTE (a or b) is this host's role and
@@ -1039,4 +1296,5 @@ TEST_P(PluginRemote, TwoHosts)
 
 INSTANTIATE_TEST_SUITE_P(Abi, PluginVersion, ::testing::Range(7, 13), VersionName);
 INSTANTIATE_TEST_SUITE_P(Abi, PluginProcesses, ::testing::Range(7, 13), VersionName);
+INSTANTIATE_TEST_SUITE_P(Abi, PluginMesh, ::testing::Range(7, 13), VersionName);
 INSTANTIATE_TEST_SUITE_P(Abi, PluginRemote, ::testing::Range(7, 13), VersionName);
