@@ -14,6 +14,25 @@ REPO=$(cd "$GPU_DIR/../.." && pwd)
 die() { echo "${0##*/}: $*" >&2; exit 2; }
 note() { echo "${0##*/}: $*"; }
 
+# DRY_RUN=1 (--dry-run): every command is printed and recorded in
+# commands.txt, none is run, and nccl_check is neither built nor needed.
+DRY_RUN=${DRY_RUN:-0}
+
+# check_nranks N: a number of ranks the simulator's fabric can hold (one
+# process per GPU, one simulated host per process: 2..16).
+check_nranks() {
+  if ! [[ $1 =~ ^[0-9]+$ ]] || (($1 < 2 || $1 > 16)); then
+    die "--nranks $1: a number of processes (one GPU each) from 2 to 16"
+  fi
+}
+
+# sim_hosts N KEYS: the TB5_SIM keys of a run of N processes, one host of
+# the fabric each, every pair cabled, no loop pairs; KEYS (may be empty)
+# come after and may add more (uncabled=i-j, ring=, copy=, ...).
+sim_hosts() {
+  echo "hosts=$1,loop=0${2:+,$2}"
+}
+
 # parse_bytes 1K|4M|1G|1024 -> bytes (K, M, G are powers of 1024; KiB etc. too)
 parse_bytes() {
   local s=$1 num unit
@@ -75,7 +94,7 @@ resolve_paths() {
   # LD_LIBRARY_PATH of the tb5 runs: LIBPATH, then the caller's.
   TB5_LDPATH=$LIBPATH${LD_LIBRARY_PATH:+${LIBPATH:+:}$LD_LIBRARY_PATH}
   BIN=${bin:-$REPO/build-nccl-check/nccl_check}
-  if [[ ! -x $BIN ]]; then
+  if [[ ! -x $BIN && $DRY_RUN != 1 ]]; then
     note "building $BIN"
     "$GPU_DIR/build.sh" "$(dirname "$BIN")" || die "cannot build nccl_check"
   fi
@@ -161,10 +180,12 @@ launch_ranks() {
       --id-file "$idfile" "${args[@]}")
     rm -f -- "$out/$name.rank$r.nccl.log"
     show_cmd "$out/commands.txt" "${cmd[@]}"
+    [[ $DRY_RUN == 1 ]] && continue
     "${cmd[@]}" >"$out/$name.rank$r.out" 2>&1 &
     pids+=($!)
     rcs+=("")
   done
+  [[ $DRY_RUN == 1 ]] && return 0
   local running=$n failed_at=-1 stopped=0 first_rc=0 rc
   while ((running > 0)); do
     sleep 0.5
@@ -212,10 +233,28 @@ launch_single() {
     timeout -k 10 "$ptimeout" "$BIN" --mode sp "${args[@]}")
   rm -f -- "$out/$name.nccl.log"
   show_cmd "$out/commands.txt" "${cmd[@]}"
+  [[ $DRY_RUN == 1 ]] && return 0
   local rc=0
   "${cmd[@]}" >"$out/$name.out" 2>&1 || rc=$?
   ((rc == 0)) || note "$name: exited with status $rc"
   return "$rc"
+}
+
+# routes_of LOG: the plugin's lines saying which link each connection took,
+# one per connection: "connect host <id> service <id> over <link>" (from
+# its "connecting to host ... over <link>") and "accept on <link>".
+routes_of() {
+  sed -nE -e 's/.*NET\/TB5.*connecting to host (0x[0-9a-f]+) service (0x[0-9a-f]+) over ([^ ]+).*/connect host \1 service \2 over \3/p' \
+    -e 's/.*NET\/TB5.*accepted a connection on ([^ ]+).*/accept on \1/p' "$1" 2>/dev/null || true
+}
+
+# channel_counts LOG: "<all> <tb5>": NCCL's channel lines ("Channel ... via
+# X") in LOG, and how many of them are via NET/TB5.
+channel_counts() {
+  local all tb5
+  all=$(grep -Ec 'Channel [0-9]+/[0-9]+ .* via ' "$1" 2>/dev/null || true)
+  tb5=$(grep -Ec 'Channel [0-9]+/[0-9]+ .* via NET/TB5' "$1" 2>/dev/null || true)
+  echo "${all:-0} ${tb5:-0}"
 }
 
 # log_has FILE PATTERN (extended regex): does the NCCL log hold such a line?

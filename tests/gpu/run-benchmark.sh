@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: MIT
 #
 # Benchmarks NCCL through the tb5 plugin (over tb5's simulator) against
-# NCCL's own transports, in one run on one machine, two processes with one
-# GPU each every time:
-#   tb5         NCCL_NET=TB5, P2P and SHM off (one or more variants)
+# NCCL's own transports, in one run on one machine, N processes (--nranks,
+# default 2) with one GPU each every time:
+#   tb5         NCCL_NET=TB5, P2P and SHM off (one or more variants), over a
+#               simulated fabric of N hosts, every pair cabled
+#               (TB5_SIM=<fabric>:hosts=N,loop=0)
 #   shm         NCCL's SHM transport (P2P off, NCCL_NET not forced)
 #   socket      NCCL_NET=Socket on lo, P2P and SHM off, NCCL's defaults
 #   socket4x4   the same with 4 threads x 4 sockets
@@ -28,7 +30,10 @@ usage: ${0##*/} [options]
                        with tests/gpu/build.sh when missing)
   --out DIR            results (default: \$OUT/tb5-benchmark when \$OUT is set,
                        else /tmp/tb5-benchmark-<time>)
-  --colls LIST         collectives (default: all_reduce)
+  --nranks N           processes, one GPU each (2..16, default 2); the tb5 runs
+                       get a fabric of N simulated hosts, every pair cabled
+  --colls LIST         collectives (default: all_reduce with 2 ranks;
+                       all_reduce,all_gather,alltoall with more)
   --min SIZE --max SIZE --factor N   sizes (default 1K, 1G, 4)
   --extra-sizes LIST   sizes added to the series (default: 128M; '' for none)
   --transports LIST    from tb5,shm,socket,socket4x4 (default: all, tb5 first)
@@ -43,15 +48,17 @@ usage: ${0##*/} [options]
                        (default 4G, 10, 200); warm-up: a tenth, at least 1
   --timeout S          nccl_check: no progress for S seconds is a hang (default 60)
   --proc-timeout S     limit for each transport's run (default 120)
+  --dry-run            print (and record in commands.txt) the commands, run none
 EOF
 }
 
 build=build-gpu plugin='' libdirs='' bin='' out=''
-colls=all_reduce min=1K max=1G factor=4 extra_sizes=128M
+colls='' min=1K max=1G factor=4 extra_sizes=128M
 transports=tb5,shm,socket,socket4x4
 budget=4G min_iters=10 max_iters=200 hang_timeout=60 proc_timeout=120 nranks=2
 variants=() tb5_env=() extra_env=()
 while (($#)); do
+  case $1 in --dry-run|-h|--help) ;; --*) (($# >= 2)) || die "$1 needs a value" ;; esac
   case $1 in
     --build) build=$2; shift ;;
     --plugin) plugin=$2; shift ;;
@@ -73,12 +80,17 @@ while (($#)); do
     --timeout) hang_timeout=$2; shift ;;
     --proc-timeout) proc_timeout=$2; shift ;;
     --nranks) nranks=$2; shift ;;
+    --dry-run) DRY_RUN=1 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown option: $1" ;;
   esac
   shift
 done
 ((${#variants[@]})) || variants=(tb5)
+check_nranks "$nranks"
+if [[ -z $colls ]]; then
+  if ((nranks == 2)); then colls=all_reduce; else colls=all_reduce,all_gather,alltoall; fi
+fi
 
 if [[ -z $out ]]; then
   if [[ -n ${OUT:-} ]]; then out=$OUT/tb5-benchmark; else out=/tmp/tb5-benchmark-$(date +%Y%m%d-%H%M%S); fi
@@ -103,7 +115,7 @@ if ((want_tb5)); then
 else
   PLUGIN='(not used)' LIBPATH='' TB5_LDPATH=''
   BIN=${bin:-$REPO/build-nccl-check/nccl_check}
-  [[ -x $BIN ]] || "$GPU_DIR/build.sh" "$(dirname "$BIN")"
+  [[ -x $BIN || $DRY_RUN == 1 ]] || "$GPU_DIR/build.sh" "$(dirname "$BIN")"
 fi
 make_unset_args
 machine_info | tee "$out/machine.txt"
@@ -122,9 +134,9 @@ summary=()
 overall=0
 cols=() ratios=()
 
-# run_transport LABEL TITLE WANT_RE FORBID_RE ENV...: one two-process run,
-# then its checks: exit status, every row verified, the NCCL logs show the
-# transport that was meant and none other.
+# run_transport LABEL TITLE WANT_RE FORBID_RE ENV...: one run of $nranks
+# processes, then its checks: exit status, every row verified and recording
+# nranks, the NCCL logs show the transport that was meant and none other.
 run_transport() {
   local label=$1 title=$2 want_re=$3 forbid_re=$4
   shift 4
@@ -133,15 +145,18 @@ run_transport() {
   note "== $label: $title =="
   launch_ranks "$label" "$nranks" "$proc_timeout" "$out" "${common_env[@]}" "$@" "${extra_env[@]}" \
     -- "${bench_args[@]}" --label "$label" || rc=$?
+  cols+=(--col "$label=$title")
+  [[ $DRY_RUN == 1 ]] && return 0
   grep -v '^{' "$out/$label.rank0.out" || true
   grep '^{' "$out/$label.rank0.out" >"$out/$label.jsonl" || true
   cat "$out/$label.jsonl" >>"$out/results.jsonl"
-  cols+=(--col "$label=$title")
 
-  local problems=() r log rows
+  local problems=() r log rows other_n
   ((rc == 0)) || problems+=("exit status $rc")
   rows=$(grep -c '"verified":true' "$out/$label.jsonl" || true)
   ((rows == want_rows)) || problems+=("$rows of $want_rows rows verified")
+  other_n=$(grep -vc "\"nranks\":$nranks," "$out/$label.jsonl" || true)
+  ((other_n == 0)) || problems+=("$other_n rows do not record nranks $nranks")
   for ((r = 0; r < nranks; r++)); do
     log=$out/$label.rank$r.nccl.log
     log_has "$log" "$want_re" || problems+=("rank $r's NCCL log lacks '$want_re'")
@@ -178,9 +193,9 @@ for t in "${transport_list[@]}"; do
         fresh_fabric "$label"
         run_transport "$label" "$label" 'via NET/TB5' 'via NET/Socket|via SHM|via P2P|Using network Socket' \
           NCCL_NET_PLUGIN="$PLUGIN" NCCL_NET=TB5 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \
-          TB5_SIM="$FABRIC:loop=0$sim" LD_LIBRARY_PATH="$TB5_LDPATH" \
+          TB5_SIM="$FABRIC:$(sim_hosts "$nranks" "${sim#,}")" LD_LIBRARY_PATH="$TB5_LDPATH" \
           "${tb5_env[@]}" "${venv[@]}"
-        cleanup_fabric "$FABRIC" || summary+=("WARN  $label: the simulator left files in /dev/shm")
+        [[ $DRY_RUN == 1 ]] || cleanup_fabric "$FABRIC" || summary+=("WARN  $label: the simulator left files in /dev/shm")
         ratios+=(--ratio "$label/shm" --ratio "$label/socket-4x4")
       done
       ;;
@@ -198,6 +213,10 @@ for t in "${transport_list[@]}"; do
   esac
 done
 
+if [[ $DRY_RUN == 1 ]]; then
+  note "dry run: nothing was run; the commands are in $out/commands.txt"
+  exit 0
+fi
 {
   echo "# tb5 GPU benchmark"
   echo

@@ -4,11 +4,13 @@
 # Validates the tb5 NCCL net plugin on a machine with GPUs: every collective
 # of nccl_check, every size, checked element by element on every rank, with
 # NCCL forced onto the plugin over tb5's simulator, in two set-ups:
-#   mp  two processes, one GPU each, one simulated cable between them
-#       (TB5_SIM=<fabric>:loop=0)
+#   mp  N processes (--nranks, default 2), one GPU each, each a host of a
+#       simulated fabric of N hosts, every pair cabled
+#       (TB5_SIM=<fabric>:hosts=N,loop=0)
 #   sp  one process driving both GPUs over an in-process loop pair
 #       (TB5_SIM=<fabric>:hosts=1,loop=1)
-# and checks from the NCCL logs that the traffic went through NET/TB5.
+# and checks from the NCCL logs that every channel went through NET/TB5,
+# recording which link each of the plugin's connections took.
 #
 #   tests/gpu/run-validation.sh [options]       (see --help)
 #
@@ -32,11 +34,13 @@ usage: ${0##*/} [options]
   --min SIZE --max SIZE --factor N   sizes (default 1K, 1G, 2)
   --colls LIST       collectives (default: all six)
   --modes LIST       mp,sp (default: both)
-  --nranks N         processes in mp mode (default 2)
+  --nranks N         processes in mp mode, one GPU each (2..16, default 2):
+                     a fabric of N simulated hosts, every pair cabled
   --timeout S        nccl_check: no progress for S seconds is a hang (default 120)
   --proc-timeout S   limit for each run as a whole (default 240)
   --sim-keys KEYS    more TB5_SIM keys for both modes, e.g. ring=4096
   --env VAR=VALUE    more environment for every run (repeatable)
+  --dry-run          print (and record in commands.txt) the commands, run none
 EOF
 }
 
@@ -45,6 +49,7 @@ min=1K max=1G factor=2 colls=all_reduce,all_gather,reduce_scatter,broadcast,allt
 modes=mp,sp nranks=2 hang_timeout=120 proc_timeout=240 sim_keys=''
 extra_env=()
 while (($#)); do
+  case $1 in --dry-run|-h|--help) ;; --*) (($# >= 2)) || die "$1 needs a value" ;; esac
   case $1 in
     --build) build=$2; shift ;;
     --plugin) plugin=$2; shift ;;
@@ -61,11 +66,13 @@ while (($#)); do
     --proc-timeout) proc_timeout=$2; shift ;;
     --sim-keys) sim_keys=$2; shift ;;
     --env) [[ $2 == *=* ]] || die "--env needs VAR=VALUE"; extra_env+=("$2"); shift ;;
+    --dry-run) DRY_RUN=1 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown option: $1" ;;
   esac
   shift
 done
+check_nranks "$nranks"
 
 if [[ -z $out ]]; then
   if [[ -n ${OUT:-} ]]; then out=$OUT/tb5-validation; else out=/tmp/tb5-validation-$(date +%Y%m%d-%H%M%S); fi
@@ -126,12 +133,26 @@ check_run() {
   verdict "$st" "$name: $got of $want (collective, size) checks verified on all $n ranks"
   grep -h 'MISMATCH\|HANG\|error' "$out/$name"*.out 2>/dev/null | head -5 | sed 's/^/      /' || true
 
+  local bad_n
+  bad_n=$(grep -vc "\"nranks\":$n," "$out/$name.jsonl" || true)
+  verdict $((bad_n == 0 ? 0 : 1)) "$name: every JSON line records nranks $n ($bad_n do not)"
+
   local log ok_via=0 ok_load=0 ok_plugin=0 bad=0 warns=0 nlogs=${#logs[@]}
+  local ch_all=0 ch_tb5=0 a t routes nroutes=0
+  : >"$out/$name.routes.txt"
   for log in "${logs[@]}"; do
     if [[ ! -s $log ]]; then
       continue
     fi
     log_has "$log" 'via NET/TB5' && ok_via=$((ok_via + 1))
+    read -r a t <<<"$(channel_counts "$log")"
+    ch_all=$((ch_all + a)) ch_tb5=$((ch_tb5 + t))
+    # The link each of the plugin's connections took, as it logged it.
+    routes=$(routes_of "$log")
+    if [[ -n $routes ]]; then
+      nroutes=$((nroutes + $(wc -l <<<"$routes")))
+      while read -r a; do echo "${log##*/}: $a"; done <<<"$routes" >>"$out/$name.routes.txt"
+    fi
     log_has "$log" 'Loaded net plugin TB5|Using network TB5' && ok_load=$((ok_load + 1))
     grep -E 'NET/TB5' "$log" | grep -vq 'via NET/TB5' && ok_plugin=$((ok_plugin + 1))
     if log_has "$log" 'via NET/Socket|Using network Socket|via SHM|via P2P'; then
@@ -143,6 +164,12 @@ check_run() {
   verdict $((ok_load == nlogs ? 0 : 1)) "$name: 'Loaded net plugin TB5' in $ok_load of $nlogs NCCL logs"
   verdict $((ok_plugin == nlogs ? 0 : 1)) "$name: the plugin's own NET/TB5 lines in $ok_plugin of $nlogs NCCL logs"
   verdict $((ok_via == nlogs ? 0 : 1)) "$name: channels 'via NET/TB5' in $ok_via of $nlogs NCCL logs"
+  verdict $((ch_all > 0 && ch_all == ch_tb5 ? 0 : 1)) "$name: $ch_tb5 of $ch_all channel lines 'via NET/TB5'"
+  verdict $((nroutes > 0 ? 0 : 1)) "$name: the plugin logged the link of $nroutes connections ($name.routes.txt)"
+  if [[ -s $out/$name.routes.txt ]]; then
+    # How many connections each link carried, every rank together.
+    awk '{ print $NF }' "$out/$name.routes.txt" | sort | uniq -c | sed 's/^ */      /'
+  fi
   verdict $((bad == 0 ? 0 : 1)) "$name: no channel via NET/Socket, SHM or P2P ($bad logs with one)"
   ((warns == 0)) || record WARN "$name: $warns 'NCCL WARN' lines in the NCCL logs"
 }
@@ -152,11 +179,13 @@ for mode in "${mode_list[@]}"; do
   case $mode in
     mp)
       fresh_fabric mp
-      note "mp: $nranks processes, one GPU each, TB5_SIM=$FABRIC:loop=0${sim_keys:+,$sim_keys}"
+      sim="$FABRIC:$(sim_hosts "$nranks" "$sim_keys")"
+      note "mp: $nranks processes, one GPU each, TB5_SIM=$sim"
       rc=0
       SECONDS_START=$SECONDS
       launch_ranks mp "$nranks" "$proc_timeout" "$out" "${base_env[@]}" \
-        TB5_SIM="$FABRIC:loop=0${sim_keys:+,$sim_keys}" "${extra_env[@]}" -- "${check_args[@]}" || rc=$?
+        TB5_SIM="$sim" "${extra_env[@]}" -- "${check_args[@]}" || rc=$?
+      [[ $DRY_RUN == 1 ]] && continue
       note "mp: took $((SECONDS - SECONDS_START)) s"
       grep -v '^{' "$out/mp.rank0.out" || true
       logs=()
@@ -175,6 +204,7 @@ for mode in "${mode_list[@]}"; do
       SECONDS_START=$SECONDS
       launch_single sp "$proc_timeout" "$out" "${base_env[@]}" \
         TB5_SIM="$FABRIC:hosts=1,loop=1${sim_keys:+,$sim_keys}" "${extra_env[@]}" -- "${check_args[@]}" || rc=$?
+      [[ $DRY_RUN == 1 ]] && continue
       note "sp: took $((SECONDS - SECONDS_START)) s"
       grep -v '^{' "$out/sp.out" || true
       check_run sp "$ngpus" "$rc" "$out/sp.nccl.log"
@@ -185,6 +215,10 @@ for mode in "${mode_list[@]}"; do
   esac
 done
 
+if [[ $DRY_RUN == 1 ]]; then
+  note "dry run: nothing was run; the commands are in $out/commands.txt"
+  exit 0
+fi
 {
   echo
   echo "== tb5 GPU validation summary ($out) =="
