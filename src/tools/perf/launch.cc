@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -313,25 +314,48 @@ int RunLoop(const Options &opt)
 
 int RunSim(const Options &opt)
 {
+	// Host 0 is this process, the client; hosts 1..n-1 each run a
+	// server, and the client runs every test against each in turn,
+	// over the cable to it (sim_h<j>).
+	const uint32_t n = opt.sim_hosts;
 	const std::string fabric = UniqueFabric();
-	const std::string ours = SimSpec(fabric, opt, "hosts=2,host=0,loop=0");
-	const std::string theirs = SimSpec(fabric, opt, "hosts=2,host=1,loop=0");
+	const std::string hosts = "hosts=" + std::to_string(n);
+	const std::string ours = SimSpec(fabric, opt, hosts + ",host=0,loop=0");
 	char service[24], timeout[32];
 
 	snprintf(service, sizeof(service), "0x%" PRIx64, opt.service);
 	snprintf(timeout, sizeof(timeout), "%g", opt.timeout_s);
 	SetSim(ours);
-	Child child({"tb5-perf", "--server", "--once", "--quiet", "--link",
-		     "sim_h0", "--service", service, "--timeout", timeout},
-		    theirs);
-	const int status = RunClient(opt, "sim_h1", "sim",
-				     [&child] { child.CheckAlive(); });
-	const int child_status = child.Wait(opt.timeout_s);
-	if (child_status != kExitOk)
-		throw Error("the server process failed (" +
-			    (child_status < 0 ? std::string("did not end")
-					      : child.Describe()) +
-			    ")");
+	std::vector<std::unique_ptr<Child>> children;
+	for (uint32_t j = 1; j < n; j++)
+		children.push_back(std::make_unique<Child>(
+			std::vector<std::string>{"tb5-perf", "--server", "--once",
+						 "--quiet", "--link", "sim_h0",
+						 "--service", service, "--timeout",
+						 timeout},
+			SimSpec(fabric, opt, hosts + ",host=" + std::to_string(j) +
+						     ",loop=0")));
+	// The servers not yet served must still run (a served one ends).
+	uint32_t current = 1;
+	auto alive = [&children, &current] {
+		for (size_t k = current - 1; k < children.size(); k++)
+			children[k]->CheckAlive();
+	};
+	int status = kExitOk;
+	for (; current < n && status == kExitOk; current++)
+		status = RunClient(opt, "sim_h" + std::to_string(current), "sim",
+				   alive);
+	if (status != kExitOk)
+		return status;	// the servers left are stopped as they go
+	for (uint32_t j = 1; j < n; j++) {
+		const int child_status = children[j - 1]->Wait(opt.timeout_s);
+		if (child_status != kExitOk)
+			throw Error("the server process of host " +
+				    std::to_string(j) + " failed (" +
+				    (child_status < 0 ? std::string("did not end")
+						      : children[j - 1]->Describe()) +
+				    ")");
+	}
 	return status;
 }
 

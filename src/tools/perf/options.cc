@@ -119,6 +119,11 @@ int ParseOptions(int argc, char **argv, Options &out)
 	conn->add_flag("--once", out.once, "server: exit after one client");
 	conn->add_option("--sim-options", out.sim_options, "--sim: more "
 			 "TB5_SIM options, e.g. ring=4096,rate=80");
+	conn->add_option("--sim-hosts", out.sim_hosts, "--sim: hosts of the "
+			 "fabric, every pair cabled (2..16, default 2); this "
+			 "process is host 0 and runs the tests against a "
+			 "server on each other host in turn")
+		->check(CLI::Range(2, 16));
 	conn->add_option("--timeout", out.timeout_s, "seconds without "
 			 "progress before giving up (default 30)")
 		->check(CLI::PositiveNumber);
@@ -223,6 +228,12 @@ int ParseOptions(int argc, char **argv, Options &out)
 			throw UsageError("choose a mode: --server, --client "
 					 "--link NAME, --loop or --sim (--help)");
 		}
+		if (out.sim_hosts != 2 && (!out.sim || out.mode != Mode::kSim))
+			throw UsageError("--sim-hosts goes with --sim (without "
+					 "--loop)");
+		if (out.sim_hosts > 2 && (!out.output.empty() || !out.plot.empty()))
+			throw UsageError("--sim-hosts: one report per peer; "
+					 "--output and --plot take one run");
 		if (json && csv)
 			throw UsageError("--json and --csv exclude each other");
 		if (!out.output.empty() && !json && !csv)

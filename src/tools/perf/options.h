@@ -33,6 +33,7 @@ struct Options {
 	uint64_t service = kDefaultService;
 	bool once = false;		// --once: a server serves one client
 	std::string sim_options;	// --sim-options: appended to TB5_SIM
+	uint32_t sim_hosts = 2;		// --sim-hosts: hosts of --sim's fabric
 	bool list_links = false;	// --list
 	bool counters = false;		// --counters
 
