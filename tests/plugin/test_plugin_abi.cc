@@ -1068,10 +1068,15 @@ int MeshRank(int version, int rank, int n, const std::vector<Channel *> &ch,
 	if (missing >= 0) {
 		ncclResult_t r = ncclSuccess;
 		void *none = nullptr;
+		auto t1 = Clock::now();
 		while (r == ncclSuccess && !none && !late())
 			r = x->Connect(c, 0, theirs[missing].data(), &none);
 		if (r == ncclSuccess || none)
 			return 30;
+		// Once every link is up: not after the plugin's connect
+		// timeout (20 s), which is for links still coming up.
+		if (Clock::now() - t1 > std::chrono::seconds(10))
+			return 32;
 		if (!logged("no cable reaches host " + host_of(missing) + " from this host"))
 			return 31;
 	}
