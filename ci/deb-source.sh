@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# ci/deb-source.sh - tb5 as a Debian source package built with debhelper
+# (issue 15), beside CPack's debs (ci/package.sh deb):
+#
+#   1. a clean export of the tree (git archive of HEAD, or of the working
+#      tree's uncommitted state where there is one: git stash create) as
+#      tb5_<version>.orig.tar.xz; <version> is CMakeLists.txt's
+#      project(VERSION), the Debian revision TB5_PACKAGE_RELEASE (1)
+#   2. packaging/debian-src/debian placed as debian/ in it, with
+#      debian/copyright from packaging/debian/copyright and debian/changelog
+#      from packaging/debian/changelog.in (the files CPack uses)
+#   3. dpkg-buildpackage -us -uc -S (the source package) and -b (the debs)
+#   4. lintian --pedantic over the source package and the debs: any error
+#      or warning fails; pedantic and info tags are printed (the accepted
+#      ones are listed in packaging/README.md)
+#
+# Output: build-deb-src/ (the .dsc, the tarballs, the .changes, the debs).
+# ci/deb-compare.sh then compares the debs with CPack's.
+set -euo pipefail
+# shellcheck source=ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$TB5_ROOT"
+
+OUT=$TB5_ROOT/build-deb-src
+REV=${TB5_PACKAGE_RELEASE:-1}
+# What debian/control's Build-Depends name, and the tools.
+DEPS=(build-essential debhelper dh-dkms cmake ninja-build pkg-config libcli11-dev
+	nlohmann-json3-dev libmicrohttpd-dev libyaml-cpp-dev libcrypt-dev go-md2man
+	python3 man-db dpkg-dev lintian)
+
+version() {
+	sed -n 's/^project(tb5 VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt
+}
+
+main() {
+	local v tree date dir rc=0 out e w
+
+	tb5_install_deps "${DEPS[@]}"
+	v=$(version)
+	[[ -n $v ]] || tb5_die "no project(tb5 VERSION ...) in CMakeLists.txt"
+	tree=$(git stash create)
+	tree=${tree:-HEAD}
+	date=$(git log -1 --format=%ct HEAD)
+	rm -rf "$OUT"
+	mkdir -p "$OUT"
+	dir=$OUT/tb5-$v
+	git archive --format=tar --prefix="tb5-$v/" "$tree" | xz -T0 -6 >"$OUT/tb5_$v.orig.tar.xz"
+	tar -C "$OUT" -xf "$OUT/tb5_$v.orig.tar.xz"
+	cp -a "$dir/packaging/debian-src/debian" "$dir/debian"
+	cp "$dir/packaging/debian/copyright" "$dir/debian/copyright"
+	sed -e "s/@TB5_DEB_VERSION@/$v-$REV/" -e "s/@PROJECT_VERSION@/$v/" \
+		-e "s/@TB5_PACKAGE_RELEASE@/$REV/" \
+		-e "s/@TB5_MAINTAINER@/The tb5 authors <tb5@tb5.invalid>/" \
+		-e "s/@TB5_CHANGELOG_DATE@/$(LC_ALL=C date -u -d "@$date" '+%a, %d %b %Y %H:%M:%S +0000')/" \
+		"$dir/packaging/debian/changelog.in" >"$dir/debian/changelog"
+	echo "source package tb5 $v-$REV from $tree in $dir"
+
+	tb5_banner "dpkg-buildpackage -S (source package)"
+	(cd "$dir" && dpkg-buildpackage -us -uc -S -nc) >"$OUT/source.log" 2>&1 || {
+		tail -n 40 "$OUT/source.log"
+		tb5_die "dpkg-buildpackage -S failed (log: $OUT/source.log)"
+	}
+	tb5_banner "dpkg-buildpackage -b (binary packages)"
+	(cd "$dir" && dpkg-buildpackage -us -uc -b -j"$TB5_JOBS") >"$OUT/binary.log" 2>&1 || {
+		tail -n 60 "$OUT/binary.log"
+		tb5_die "dpkg-buildpackage -b failed (log: $OUT/binary.log)"
+	}
+	(cd "$OUT" && ls -l -- *.dsc *.deb)
+
+	tb5_banner "lintian --pedantic (source package and debs)"
+	out=$(lintian --pedantic --display-info --tag-display-limit 0 \
+		"$OUT/tb5_$v-${REV}_source.changes" "$OUT/tb5_$v-${REV}_$(dpkg --print-architecture).changes" 2>&1) || true
+	[[ -n $out ]] && printf '%s\n' "$out"
+	e=$(grep -c '^E: ' <<<"$out" || true)
+	w=$(grep -c '^W: ' <<<"$out" || true)
+	echo "lintian: $e errors, $w warnings, $(grep -c '^P: ' <<<"$out" || true) pedantic," \
+		"$(grep -c '^I: ' <<<"$out" || true) info"
+	((e == 0 && w == 0)) || rc=1
+	return "$rc"
+}
+
+main "$@"

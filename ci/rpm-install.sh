@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# ci/rpm-install.sh - tb5's rpms (ci/package.sh rpm, build-pkg-rpm/packages)
+# installed, upgraded and erased for real by rpm, inside a fresh Debian 12
+# (the cached base system of ci/package-install.sh, $TB5_KCACHE/pkg-base/,
+# unpacked into build-rpm-root/root), where Debian's rpm and dkms are
+# installed with apt and rpm runs in a chroot of that system:
+#
+#   1. rpm -i of every rpm: the scriptlets run (%post: group tb5, udev;
+#      %posttrans: DKMS builds and installs tb5.ko for the system's kernel)
+#   2. /etc/modprobe.d/tb5.conf edited, then rpm -U to the same tree
+#      packaged again as release 2 (CPack, no rebuild): the edit survives
+#      (%config(noreplace)); DKMS has tb5 again after the old %preun and the
+#      new %posttrans
+#   3. rpm -e of every tb5 package: DKMS's entry, the module, /usr/src/tb5-*,
+#      the udev rule and the group are gone; the edited conffile is kept as
+#      tb5.conf.rpmsave, as rpm does
+#
+# What is forced, and why: rpm -i and rpm -U run with --nodeps. The rpmdb of
+# this system holds tb5's packages only: what they require from the
+# distribution (dkms, shadow-utils, /bin/sh, libc.so.6, libstdc++.so.6,
+# libmicrohttpd.so.12, ...) is installed by dpkg, which rpm cannot see. The
+# requirements among tb5's own packages are checked all the same: rpm -e runs
+# without --nodeps, and every step checks `rpm -q --requires` of tb5's
+# packages is met by tb5's packages (--nodeps hides only the distribution's).
+# Nothing else is forced (no --force, --replacefiles, --noscripts).
+#
+# Needs root. Work directory: build-rpm-root/. Knobs: TB5_KCACHE.
+# shellcheck disable=SC2016  # the inner shells' arguments
+set -euo pipefail
+# shellcheck source=ci/kernel-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kernel-lib.sh"
+cd "$TB5_ROOT"
+
+RPM_BUILD=$TB5_ROOT/build-pkg-rpm
+RPMS=$RPM_BUILD/packages
+WORK=$TB5_ROOT/build-rpm-root
+ROOT=$WORK/root
+BASE=$TB5_KCACHE/pkg-base/bookworm.tar.zst
+ARCHIVES=$TB5_KCACHE/pkg-apt-archives
+CONF=/etc/modprobe.d/tb5.conf
+TIMES=()
+
+timed() {
+	local name=$1 start=$SECONDS
+	shift
+	tb5_banner "rpm-install: $name"
+	"$@"
+	TIMES+=("$(printf '  %-48s %s' "$name" "$(tb5_fmt_secs $((SECONDS - start)))")")
+}
+
+in_root() {
+	tb5_chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+# The same tree packaged again as release 2 (a configure and cpack of
+# build-pkg-rpm, no compiling), then back to release 1.
+release2() {
+	local out=$WORK/rpms-2
+	rm -rf "$out" "$RPM_BUILD/_CPack_Packages"
+	cmake -B "$RPM_BUILD" -DTB5_PACKAGE_RELEASE=2 >/dev/null
+	(cd "$RPM_BUILD" && cpack -B "$out" >"$WORK/cpack-2.log" 2>&1) ||
+		tb5_die "cpack of release 2 failed ($WORK/cpack-2.log)"
+	cmake -B "$RPM_BUILD" -DTB5_PACKAGE_RELEASE=1 >/dev/null
+	rm -rf "$out/_CPack_Packages"
+	ls "$out"/*.rpm
+}
+
+prepare_root() {
+	[[ -f $BASE ]] || "$TB5_ROOT/ci/package-install.sh" --base
+	rm -rf "$ROOT"
+	mkdir -p "$ROOT"
+	tar -C "$ROOT" --zstd -xf "$BASE"
+	if [[ -d $ARCHIVES ]]; then
+		find "$ARCHIVES" -name '*.deb' -exec cp -t "$ROOT/var/cache/apt/archives/" {} +
+	fi
+	tb5_retry in_root apt-get -q update
+	# rpm itself, and what tb5-dkms's scriptlets call (dkms with the
+	# compiler; the kernel's headers are in the base system).
+	tb5_retry in_root apt-get -q install -y rpm dkms </dev/null
+	KVER=$(basename "$(find "$ROOT/lib/modules" -mindepth 1 -maxdepth 1 -type d | sort -V | tail -n1)")
+	echo "the system's kernel: $KVER; $(in_root rpm --version)"
+	in_root rpm --initdb
+	mkdir -p "$ROOT/srv/rpms/1" "$ROOT/srv/rpms/2"
+	cp "$RPMS"/*.rpm "$ROOT/srv/rpms/1/"
+	cp "$WORK"/rpms-2/*.rpm "$ROOT/srv/rpms/2/"
+}
+
+# Every requirement of tb5's installed packages on a tb5 capability is
+# provided by an installed package.
+check_own_deps() {
+	local req missing=0
+	while read -r req; do
+		in_root rpm -q --whatprovides "$req" >/dev/null ||
+			{ echo "unmet among tb5's packages: $req"; missing=1; }
+	done < <(in_root rpm -q --requires $(in_root rpm -qa --qf '%{NAME}\n' 'tb5*') |
+		grep -E '^(tb5|libtb5)' | sed 's/ *$//' | sort -u)
+	((missing == 0)) || tb5_die "tb5's packages require each other unmet"
+}
+
+check_installed() {
+	local rel=$1 ring=$2 st v
+	v=$(in_root rpm -q --qf '%{VERSION}' tb5-dkms)
+	[[ $(in_root rpm -q --qf '%{RELEASE}' tb5-dkms) == "$rel" ]] ||
+		tb5_die "tb5-dkms is not release $rel: $(in_root rpm -q tb5-dkms)"
+	echo "rpm -qa: $(in_root rpm -qa | sort | tr '\n' ' ')"
+	check_own_deps
+	st=$(in_root dkms status -m tb5 -k "$KVER")
+	echo "dkms status: $st"
+	[[ $st == *"tb5/$v, $KVER"*": installed"* ]] || tb5_die "DKMS has not installed tb5 $v for $KVER"
+	[[ -n $(find "$ROOT/lib/modules/$KVER/updates/dkms" -name 'tb5.ko*') ]] ||
+		tb5_die "no tb5.ko in /lib/modules/$KVER/updates/dkms"
+	[[ -f $ROOT/usr/lib/udev/rules.d/60-tb5.rules ]] || tb5_die "no udev rule"
+	[[ $(in_root rpm -qf /usr/lib/udev/rules.d/60-tb5.rules) == tb5-dkms-* ]] ||
+		tb5_die "the udev rule is not tb5-dkms's"
+	in_root getent group tb5 || tb5_die "no group tb5"
+	[[ $(in_root rpm -qc tb5-dkms) == "$CONF" ]] ||
+		tb5_die "rpm -qc tb5-dkms: '$(in_root rpm -qc tb5-dkms)', expected $CONF"
+	grep -qx "options tb5 ring_size=$ring" "$ROOT$CONF" ||
+		tb5_die "$CONF does not say ring_size=$ring"
+	echo "installed: release $rel; tb5.ko in DKMS for $KVER; udev rule; group tb5; $CONF ring_size=$ring (config)"
+}
+
+install_1() {
+	# --nodeps: see the head of this file.
+	in_root sh -c 'rpm -ivh --nodeps /srv/rpms/1/*.rpm' </dev/null
+	check_installed 1 4096
+}
+
+upgrade_2() {
+	sed -i 's/^options tb5 ring_size=4096$/options tb5 ring_size=2048/' "$ROOT$CONF"
+	in_root rpm -V tb5-dkms | tee "$WORK/rpm-V" || true
+	grep -q " $CONF\$" "$WORK/rpm-V" || tb5_die "rpm -V does not see the edited $CONF"
+	in_root sh -c 'rpm -Uvh --nodeps /srv/rpms/2/*.rpm' </dev/null
+	check_installed 2 2048
+	[[ ! -e $ROOT$CONF.rpmnew && ! -e $ROOT$CONF.rpmsave ]] ||
+		tb5_die "the upgrade left $(ls "$ROOT$CONF".rpm*)"
+	echo "the upgrade kept the edited $CONF (%config(noreplace); the packaged file did not change, so no .rpmnew)"
+	[[ $(in_root rpm -q --qf '%{FILEFLAGS:fflags} %{FILENAMES}\n' tb5-dkms |
+		awk -v f="$CONF" '$2 == f {print $1}') == cn ]] ||
+		tb5_die "$CONF is not %config(noreplace) in tb5-dkms"
+}
+
+erase() {
+	local pkgs left
+	mapfile -t pkgs < <(in_root rpm -qa --qf '%{NAME}\n' 'tb5*')
+	in_root rpm -e "${pkgs[@]}" </dev/null
+	left=$(in_root rpm -qa) || true
+	[[ -z $left ]] || tb5_die "rpm still has: $left"
+	[[ -z $(in_root dkms status -m tb5) ]] || tb5_die "DKMS still has tb5: $(in_root dkms status -m tb5)"
+	[[ ! -e $ROOT/var/lib/dkms/tb5 ]] || tb5_die "/var/lib/dkms/tb5 is still there"
+	[[ -z $(find "$ROOT/lib/modules/$KVER" -name 'tb5.ko*') ]] || tb5_die "tb5.ko is still in /lib/modules/$KVER"
+	[[ -z $(find "$ROOT/usr/src" -maxdepth 1 -name 'tb5-*') ]] || tb5_die "/usr/src/tb5-* is still there"
+	[[ ! -e $ROOT/usr/lib/udev/rules.d/60-tb5.rules ]] || tb5_die "the udev rule is still there"
+	! in_root getent group tb5 || tb5_die "the group tb5 is still there"
+	[[ ! -e $ROOT$CONF ]] || tb5_die "$CONF is still there"
+	grep -qx 'options tb5 ring_size=2048' "$ROOT$CONF.rpmsave" ||
+		tb5_die "the edited conffile was not kept as $CONF.rpmsave"
+	left=$(cd "$ROOT" && find . -xdev \( -path ./proc -o -path ./srv -o -path ./var/lib/rpm -o -path ./var/cache \) -prune -o \
+		-name '*tb5*' -print | grep -vx "./etc/modprobe.d/tb5.conf.rpmsave" || true)
+	[[ -z $left ]] || tb5_die "files named tb5 left: $left"
+	echo "erased: no rpm, no DKMS entry, no module, no /usr/src/tb5-*, no udev rule, no group; $CONF.rpmsave kept (edited)"
+}
+
+main() {
+	local start=$SECONDS
+	((EUID == 0)) || tb5_die "run as root"
+	tb5_install_deps rpm zstd debootstrap
+	[[ -n $(find "$RPMS" -name '*.rpm' 2>/dev/null) ]] ||
+		tb5_die "no rpms in $RPMS: run ci/package.sh rpm first"
+	mkdir -p "$WORK"
+	timed "release 2 of the same tree (cpack)" release2
+	timed "fresh Debian 12 with rpm and dkms" prepare_root
+	timed "rpm -i (release 1)" install_1
+	timed "edit the conffile, rpm -U (release 2)" upgrade_2
+	timed "rpm -e" erase
+	tb5_banner "rpm-install: summary ($(tb5_fmt_secs $((SECONDS - start))))"
+	printf '%s\n' "${TIMES[@]}"
+	echo "rpm-install: passed"
+}
+
+main "$@"
