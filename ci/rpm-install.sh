@@ -85,18 +85,28 @@ prepare_root() {
 	mkdir -p "$ROOT/srv/rpms/1" "$ROOT/srv/rpms/2"
 	cp "$RPMS"/*.rpm "$ROOT/srv/rpms/1/"
 	cp "$WORK"/rpms-2/*.rpm "$ROOT/srv/rpms/2/"
+	tb5_files >"$WORK/tb5-before"
 }
 
-# Every requirement of tb5's installed packages on a tb5 capability is
-# provided by an installed package.
+# The paths named tb5 in the system (the base system has a few: its apt
+# configuration 99tb5-ci).
+tb5_files() {
+	(cd "$ROOT" && find . -xdev \( -path ./proc -o -path ./srv -o -path ./var/lib/rpm \
+		-o -path ./var/cache \) -prune -o -name '*tb5*' -print | sort)
+}
+
+# Every requirement of tb5's installed packages on a tb5 capability is one
+# that an installed tb5 package provides (the requirements are exact:
+# NAME = VERSION-RELEASE, and rpm -q --whatprovides takes no version).
 check_own_deps() {
-	local req missing=0
-	while read -r req; do
-		in_root rpm -q --whatprovides "$req" >/dev/null ||
-			{ echo "unmet among tb5's packages: $req"; missing=1; }
-	done < <(in_root rpm -q --requires $(in_root rpm -qa --qf '%{NAME}\n' 'tb5*') |
-		grep -E '^(tb5|libtb5)' | sed 's/ *$//' | sort -u)
-	((missing == 0)) || tb5_die "tb5's packages require each other unmet"
+	local -a pkgs
+	local unmet
+	mapfile -t pkgs < <(in_root rpm -qa --qf '%{NAME}\n' 'tb5*')
+	unmet=$(comm -23 \
+		<(in_root rpm -q --requires "${pkgs[@]}" | grep -E '^(lib)?tb5' | sed 's/ *$//' | sort -u) \
+		<(in_root rpm -q --provides "${pkgs[@]}" | sed 's/ *$//' | sort -u))
+	[[ -z $unmet ]] || tb5_die "unmet among tb5's packages: $unmet"
+	echo "requirements among tb5's packages: all met"
 }
 
 check_installed() {
@@ -157,8 +167,9 @@ erase() {
 	[[ ! -e $ROOT$CONF ]] || tb5_die "$CONF is still there"
 	grep -qx 'options tb5 ring_size=2048' "$ROOT$CONF.rpmsave" ||
 		tb5_die "the edited conffile was not kept as $CONF.rpmsave"
-	left=$(cd "$ROOT" && find . -xdev \( -path ./proc -o -path ./srv -o -path ./var/lib/rpm -o -path ./var/cache \) -prune -o \
-		-name '*tb5*' -print | grep -vx "./etc/modprobe.d/tb5.conf.rpmsave" || true)
+	tb5_files >"$WORK/tb5-after"
+	left=$(comm -13 "$WORK/tb5-before" "$WORK/tb5-after" |
+		grep -vx "./etc/modprobe.d/tb5.conf.rpmsave" || true)
 	[[ -z $left ]] || tb5_die "files named tb5 left: $left"
 	echo "erased: no rpm, no DKMS entry, no module, no /usr/src/tb5-*, no udev rule, no group; $CONF.rpmsave kept (edited)"
 }
