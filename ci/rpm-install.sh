@@ -26,6 +26,8 @@
 # packages is met by tb5's packages (--nodeps hides only the distribution's).
 # Nothing else is forced (no --force, --replacefiles, --noscripts).
 #
+# --dnf adds dnf (see dnf_test below).
+#
 # Needs root. Work directory: build-rpm-root/. Knobs: TB5_KCACHE.
 # shellcheck disable=SC2016  # the inner shells' arguments
 set -euo pipefail
@@ -174,10 +176,84 @@ erase() {
 	echo "erased: no rpm, no DKMS entry, no module, no /usr/src/tb5-*, no udev rule, no group; $CONF.rpmsave kept (edited)"
 }
 
+# --dnf: the same system (after rpm -e) through dnf, from a repository
+# made by createrepo_c over the rpms of both releases: dnf install
+# tb5-nccl-minimal must resolve exactly the minimal set, dnf upgrade takes
+# it to release 2, dnf remove of the meta-package takes the rest with it
+# (clean_requirements_on_remove). What the rpms require from the
+# distribution is provided by a stub package built here,
+# tb5-ci-debian-provides, which Provides every such requirement (dkms,
+# shadow-utils, /bin/sh, the sonames): the stand-in for the distribution's
+# repository, which this Debian system does not have.
+MINIMAL=(tb5-dkms tb5-libs tb5-nccl-minimal tb5-nccl-plugin tb5-tools)
+
+stub_rpm() {
+	local top=$WORK/stub spec req
+	rm -rf "$top"
+	mkdir -p "$top/SPECS"
+	spec=$top/SPECS/stub.spec
+	{
+		echo "Name: tb5-ci-debian-provides"
+		echo "Version: 1"
+		echo "Release: 1"
+		echo "Summary: What Debian provides to tb5's rpms (ci/rpm-install.sh)"
+		echo "License: MIT"
+		echo "BuildArch: noarch"
+		rpm -qpR "$RPMS"/*.rpm "$WORK"/rpms-2/*.rpm 2>/dev/null | sed 's/ *$//' | sort -u |
+			grep -vE '^(rpmlib\(|config\(|(lib)?tb5)' | while IFS= read -r req; do
+				echo "Provides: $req"
+			done
+		echo "%description"
+		echo "Stand-in for the distribution's packages."
+		echo "%files"
+	} >"$spec"
+	rpmbuild --quiet -bb --define "_topdir $top" "$spec" >"$WORK/stub.log" 2>&1 ||
+		tb5_die "rpmbuild of the stub failed ($WORK/stub.log)"
+	echo "stub: $(grep -c '^Provides:' "$spec") provides"
+}
+
+dnf_repo() {
+	local repo=$ROOT/srv/repo
+	rm -rf "$repo"
+	mkdir -p "$repo"
+	cp "$@" "$repo/"
+	createrepo_c --quiet "$repo"
+}
+
+dnf_in_root() {
+	in_root dnf -y -q --setopt=reposdir=/dev/null --setopt=install_weak_deps=False \
+		--setopt=cachedir=/var/cache/dnf-tb5 --releasever=12 --disableplugin='*' \
+		--repofrompath=tb5,file:///srv/repo --repo=tb5 --nogpgcheck "$@" </dev/null
+}
+
+dnf_test() {
+	local got want
+	tb5_retry in_root apt-get -q install -y dnf </dev/null
+	stub_rpm
+	dnf_repo "$RPMS"/*.rpm "$WORK"/stub/RPMS/noarch/*.rpm
+	dnf_in_root install tb5-ci-debian-provides
+	dnf_in_root install tb5-nccl-minimal
+	got=$(in_root rpm -qa --qf '%{NAME}\n' 'tb5*' | grep -v '^tb5-ci-' | sort | tr '\n' ' ')
+	want=$(printf '%s\n' "${MINIMAL[@]}" | sort | tr '\n' ' ')
+	[[ $got == "$want" ]] || tb5_die "dnf install tb5-nccl-minimal gave '$got', expected '$want'"
+	echo "dnf install tb5-nccl-minimal: $got"
+	check_installed 1 4096
+	dnf_repo "$RPMS"/*.rpm "$WORK"/rpms-2/*.rpm "$WORK"/stub/RPMS/noarch/*.rpm
+	dnf_in_root --refresh upgrade
+	check_installed 2 4096
+	dnf_in_root remove tb5-nccl-minimal
+	got=$(in_root rpm -qa --qf '%{NAME}\n' 'tb5*' | grep -v '^tb5-ci-' || true)
+	[[ -z $got ]] || tb5_die "dnf remove tb5-nccl-minimal left: $got"
+	[[ -z $(in_root dkms status -m tb5) ]] || tb5_die "DKMS still has tb5 after dnf remove"
+	echo "dnf: install resolved the minimal set, upgrade to release 2, remove took the set and DKMS's entry"
+}
+
 main() {
-	local start=$SECONDS
+	local start=$SECONDS dnf=0
+	[[ ${1:-} != --dnf ]] || dnf=1
 	((EUID == 0)) || tb5_die "run as root"
 	tb5_install_deps rpm zstd debootstrap
+	((dnf == 0)) || tb5_install_deps createrepo-c
 	[[ -n $(find "$RPMS" -name '*.rpm' 2>/dev/null) ]] ||
 		tb5_die "no rpms in $RPMS: run ci/package.sh rpm first"
 	mkdir -p "$WORK"
@@ -186,6 +262,7 @@ main() {
 	timed "rpm -i (release 1)" install_1
 	timed "edit the conffile, rpm -U (release 2)" upgrade_2
 	timed "rpm -e" erase
+	((dnf == 0)) || timed "dnf install, upgrade, remove (createrepo_c)" dnf_test
 	tb5_banner "rpm-install: summary ($(tb5_fmt_secs $((SECONDS - start))))"
 	printf '%s\n' "${TIMES[@]}"
 	echo "rpm-install: passed"
