@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# ci/deb-source.sh - tb5 as a Debian source package built with debhelper
+# ci/deb-source.sh [--autopkgtest] - tb5 as a Debian source package built with debhelper
 # (issue 15), beside CPack's debs (ci/package.sh deb):
 #
 #   1. a clean export of the tree (git archive of HEAD, or of the working
@@ -15,12 +15,18 @@
 #   4. lintian --pedantic over the source package and the debs: any error
 #      or warning fails; pedantic and info tags are printed (the accepted
 #      ones are listed in packaging/README.md)
+#   5. with --autopkgtest: debian/tests/control run by autopkgtest over the
+#      debs just built, in a chroot of a fresh Debian 12 (the cached base
+#      system of ci/package-install.sh, $TB5_KCACHE/pkg-base/):
+#      dkms-autopkgtest must pass; module-selftest (isolation-machine: it
+#      loads the module) is skipped there, which autopkgtest's exit code 2
+#      says and nothing else may
 #
 # Output: build-deb-src/ (the .dsc, the tarballs, the .changes, the debs).
 # ci/deb-compare.sh then compares the debs with CPack's.
 set -euo pipefail
-# shellcheck source=ci/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=ci/kernel-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kernel-lib.sh"
 cd "$TB5_ROOT"
 
 OUT=$TB5_ROOT/build-deb-src
@@ -34,8 +40,36 @@ version() {
 	sed -n 's/^project(tb5 VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt
 }
 
+# autopkgtest DIR: the tests of DIR's debian/tests/control over the debs
+# of $OUT, in a fresh Debian 12 chroot ($OUT/autopkgtest-root), with /proc
+# and a /dev/pts of its own in a private mount namespace.
+run_autopkgtest() {
+	local dir=$1 root=$OUT/autopkgtest-root base=$TB5_KCACHE/pkg-base/bookworm.tar.zst rc=0
+	tb5_install_deps autopkgtest zstd
+	[[ -f $base ]] || "$TB5_ROOT/ci/package-install.sh" --base
+	rm -rf "$root" "$OUT/autopkgtest-out"
+	mkdir -p "$root"
+	tar -C "$root" --zstd -xf "$base"
+	# shellcheck disable=SC2016  # the inner shell expands them
+	unshare -m --propagation private -- sh -c '
+		mount -t proc proc "$1/proc" && mount -t devpts -o newinstance,ptmxmode=0666 devpts "$1/dev/pts" || exit 99
+		r=$1 d=$2 o=$3
+		shift 3
+		exec autopkgtest -U -B "$@" "$d/" --output-dir "$o" -- chroot "$r"
+	' tb5-autopkgtest "$root" "$dir" "$OUT/autopkgtest-out" "$OUT"/*.deb \
+		>"$OUT/autopkgtest.log" 2>&1 || rc=$?
+	grep -E '^(dkms-autopkgtest|module-selftest) |^I: (PASS|FAIL|SKIP) ' "$OUT/autopkgtest.log" | sort -u
+	# 0: all passed; 2: some skipped (module-selftest needs a machine).
+	if ((rc != 0 && rc != 2)) || ! grep -q '^dkms-autopkgtest *PASS' "$OUT/autopkgtest.log"; then
+		tail -n 40 "$OUT/autopkgtest.log"
+		tb5_die "autopkgtest failed (exit $rc; log: $OUT/autopkgtest.log)"
+	fi
+	echo "autopkgtest: dkms-autopkgtest passed (exit $rc)"
+}
+
 main() {
-	local v tree date dir rc=0 out e w
+	local v tree date dir rc=0 out e w apt=0
+	[[ ${1:-} != --autopkgtest ]] || apt=1
 
 	tb5_install_deps "${DEPS[@]}"
 	v=$(version)
@@ -78,6 +112,10 @@ main() {
 	echo "lintian: $e errors, $w warnings, $(grep -c '^P: ' <<<"$out" || true) pedantic," \
 		"$(grep -c '^I: ' <<<"$out" || true) info"
 	((e == 0 && w == 0)) || rc=1
+	if ((apt)); then
+		tb5_banner "autopkgtest (chroot of a fresh Debian 12)"
+		run_autopkgtest "$dir"
+	fi
 	return "$rc"
 }
 
