@@ -13,7 +13,9 @@
 #      packaged again as release 2 (CPack, no rebuild): the edit survives
 #      (%config(noreplace)); DKMS has tb5 again after the old %preun and the
 #      new %posttrans
-#   3. rpm -e of every tb5 package: DKMS's entry, the module, /usr/src/tb5-*,
+#   3. rpm -U to release 3, whose packaged tb5.conf changed: the edit stays,
+#      release 3's file is written as tb5.conf.rpmnew
+#   4. rpm -e of every tb5 package: DKMS's entry, the module, /usr/src/tb5-*,
 #      the udev rule and the group are gone; the edited conffile is kept as
 #      tb5.conf.rpmsave, as rpm does
 #
@@ -56,17 +58,31 @@ in_root() {
 	tb5_chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive "$@"
 }
 
-# The same tree packaged again as release 2 (a configure and cpack of
-# build-pkg-rpm, no compiling), then back to release 1.
-release2() {
-	local out=$WORK/rpms-2
-	rm -rf "$out" "$RPM_BUILD/_CPack_Packages"
-	cmake -B "$RPM_BUILD" -DTB5_PACKAGE_RELEASE=2 >/dev/null
-	(cd "$RPM_BUILD" && cpack -B "$out" >"$WORK/cpack-2.log" 2>&1) ||
-		tb5_die "cpack of release 2 failed ($WORK/cpack-2.log)"
+# The same tree packaged again as release 2 and as release 3 (a configure
+# and cpack of build-pkg-rpm, no compiling), then back to release 1.
+# Release 3's /etc/modprobe.d/tb5.conf has one more comment line (a CPack
+# pre-build script appends it to the staged file): a packaged conffile that
+# changed, for rpm's .rpmnew.
+release23() {
+	local r out
+	cat >"$WORK/conf-changed.cmake" <<-'EOS'
+		file(GLOB_RECURSE _c "${CPACK_TEMPORARY_DIRECTORY}/*/etc/modprobe.d/tb5.conf")
+		foreach(_f IN LISTS _c)
+		  file(APPEND ${_f} "# release 3 (ci/rpm-install.sh)\n")
+		endforeach()
+	EOS
+	for r in 2 3; do
+		out=$WORK/rpms-$r
+		rm -rf "$out" "$RPM_BUILD/_CPack_Packages"
+		cmake -B "$RPM_BUILD" -DTB5_PACKAGE_RELEASE=$r >/dev/null
+		local -a extra=()
+		((r == 2)) || extra=(-D "CPACK_PRE_BUILD_SCRIPTS=$WORK/conf-changed.cmake")
+		(cd "$RPM_BUILD" && cpack -B "$out" "${extra[@]}" >"$WORK/cpack-$r.log" 2>&1) ||
+			{ cmake -B "$RPM_BUILD" -DTB5_PACKAGE_RELEASE=1 >/dev/null; tb5_die "cpack of release $r failed ($WORK/cpack-$r.log)"; }
+		rm -rf "$out/_CPack_Packages"
+		echo "release $r: $(find "$out" -name '*.rpm' | wc -l) rpms in $out"
+	done
 	cmake -B "$RPM_BUILD" -DTB5_PACKAGE_RELEASE=1 >/dev/null
-	rm -rf "$out/_CPack_Packages"
-	ls "$out"/*.rpm
 }
 
 prepare_root() {
@@ -84,9 +100,10 @@ prepare_root() {
 	KVER=$(basename "$(find "$ROOT/lib/modules" -mindepth 1 -maxdepth 1 -type d | sort -V | tail -n1)")
 	echo "the system's kernel: $KVER; $(in_root rpm --version)"
 	in_root rpm --initdb
-	mkdir -p "$ROOT/srv/rpms/1" "$ROOT/srv/rpms/2"
+	mkdir -p "$ROOT/srv/rpms/1" "$ROOT/srv/rpms/2" "$ROOT/srv/rpms/3"
 	cp "$RPMS"/*.rpm "$ROOT/srv/rpms/1/"
 	cp "$WORK"/rpms-2/*.rpm "$ROOT/srv/rpms/2/"
+	cp "$WORK"/rpms-3/*.rpm "$ROOT/srv/rpms/3/"
 	tb5_files >"$WORK/tb5-before"
 }
 
@@ -154,6 +171,21 @@ upgrade_2() {
 		tb5_die "$CONF is not %config(noreplace) in tb5-dkms"
 }
 
+# Release 3 changed the packaged conffile: rpm -U keeps the operator's
+# edit in place and writes the new one beside it as .rpmnew.
+upgrade_3() {
+	in_root sh -c 'rpm -Uvh --nodeps /srv/rpms/3/*.rpm' </dev/null
+	check_installed 3 2048
+	[[ -f $ROOT$CONF.rpmnew ]] || tb5_die "no $CONF.rpmnew after an upgrade that changed it"
+	if ! grep -qx 'options tb5 ring_size=4096' "$ROOT$CONF.rpmnew" ||
+		! grep -qx '# release 3 (ci/rpm-install.sh)' "$ROOT$CONF.rpmnew"; then
+		tb5_die "$CONF.rpmnew is not release 3's file"
+	fi
+	echo "the upgrade to release 3 kept the edit and wrote release 3's file as $CONF.rpmnew"
+	# The operator merges it.
+	rm "$ROOT$CONF.rpmnew"
+}
+
 erase() {
 	local pkgs left
 	mapfile -t pkgs < <(in_root rpm -qa --qf '%{NAME}\n' 'tb5*')
@@ -179,7 +211,7 @@ erase() {
 # --dnf: the same system (after rpm -e) through dnf, from a repository
 # made by createrepo_c over the rpms of both releases: dnf install
 # tb5-nccl-minimal must resolve exactly the minimal set, dnf upgrade takes
-# it to release 2, dnf remove of the meta-package takes the rest with it
+# it to release 2 and 3 (the unedited conffile replaced, no .rpmnew), dnf remove of the meta-package takes the rest with it
 # (clean_requirements_on_remove). What the rpms require from the
 # distribution is provided by a stub package built here,
 # tb5-ci-debian-provides, which Provides every such requirement (dkms,
@@ -241,11 +273,17 @@ dnf_test() {
 	dnf_repo "$RPMS"/*.rpm "$WORK"/rpms-2/*.rpm "$WORK"/stub/RPMS/noarch/*.rpm
 	dnf_in_root --refresh upgrade
 	check_installed 2 4096
+	dnf_repo "$WORK"/rpms-3/*.rpm "$WORK"/stub/RPMS/noarch/*.rpm
+	dnf_in_root --refresh upgrade
+	check_installed 3 4096
+	[[ ! -e $ROOT$CONF.rpmnew ]] || tb5_die "dnf upgrade of an unedited $CONF left a .rpmnew"
+	grep -qx '# release 3 (ci/rpm-install.sh)' "$ROOT$CONF" ||
+		tb5_die "dnf upgrade did not replace the unedited $CONF with release 3's"
 	dnf_in_root remove tb5-nccl-minimal
 	got=$(in_root rpm -qa --qf '%{NAME}\n' 'tb5*' | grep -v '^tb5-ci-' || true)
 	[[ -z $got ]] || tb5_die "dnf remove tb5-nccl-minimal left: $got"
 	[[ -z $(in_root dkms status -m tb5) ]] || tb5_die "DKMS still has tb5 after dnf remove"
-	echo "dnf: install resolved the minimal set, upgrade to release 2, remove took the set and DKMS's entry"
+	echo "dnf: install resolved the minimal set, upgrades to releases 2 and 3 (unedited conffile replaced), remove took the set and DKMS's entry"
 }
 
 main() {
@@ -257,10 +295,11 @@ main() {
 	[[ -n $(find "$RPMS" -name '*.rpm' 2>/dev/null) ]] ||
 		tb5_die "no rpms in $RPMS: run ci/package.sh rpm first"
 	mkdir -p "$WORK"
-	timed "release 2 of the same tree (cpack)" release2
+	timed "releases 2 and 3 of the same tree (cpack)" release23
 	timed "fresh Debian 12 with rpm and dkms" prepare_root
 	timed "rpm -i (release 1)" install_1
 	timed "edit the conffile, rpm -U (release 2)" upgrade_2
+	timed "rpm -U (release 3, the conffile changed)" upgrade_3
 	timed "rpm -e" erase
 	((dnf == 0)) || timed "dnf install, upgrade, remove (createrepo_c)" dnf_test
 	tb5_banner "rpm-install: summary ($(tb5_fmt_secs $((SECONDS - start))))"
