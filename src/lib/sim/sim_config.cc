@@ -65,9 +65,14 @@ std::string describe_uncabled(const uint16_t *rows)
 
 	for (uint32_t i = 0; i < kMaxHosts; i++)
 		for (uint32_t j = i + 1; j < kMaxHosts; j++)
-			if (rows[i] & (1u << j))
-				s += (s.empty() ? "" : ",") + std::to_string(i) +
-				     "-" + std::to_string(j);
+			if (rows[i] & (1u << j)) {
+				// (appended piece by piece: gcc 12 at -O3 warns,
+				// wrongly, that operator+(const char *, string &&)
+				// may overlap)
+				if (!s.empty())
+					s += ',';
+				s.append(std::to_string(i)).append("-").append(std::to_string(j));
+			}
 	return s.empty() ? "none" : s;
 }
 
