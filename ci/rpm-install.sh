@@ -28,7 +28,9 @@
 # packages is met by tb5's packages (--nodeps hides only the distribution's).
 # Nothing else is forced (no --force, --replacefiles, --noscripts).
 #
-# --dnf adds dnf (see dnf_test below).
+# --dnf adds dnf (see dnf_test below), then dnf against the signed
+# repository of ci/release.sh --rpm with gpgcheck=1 and repo_gpgcheck=1,
+# and a copy of it altered after signing refused (dnf_signed).
 #
 # Needs root. Work directory: build-rpm-root/. Knobs: TB5_KCACHE.
 # shellcheck disable=SC2016  # the inner shells' arguments
@@ -286,6 +288,52 @@ dnf_test() {
 	echo "dnf: install resolved the minimal set, upgrades to releases 2 and 3 (unedited conffile replaced), remove took the set and DKMS's entry"
 }
 
+# The signed dnf repository of ci/release.sh --rpm, as an operator's
+# tb5.repo points at it: gpgcheck=1 and repo_gpgcheck=1 with the key the
+# repository carries; dnf installs the minimal set from it (the stub
+# installed above stands for the distribution), then refuses a copy whose
+# repomd.xml was altered after signing.
+dnf_signed() {
+	local signed=$TB5_ROOT/build-release/rpm got out dir
+	"$TB5_ROOT/ci/release.sh" --rpm >"$WORK/release.log" 2>&1 ||
+		tb5_die "ci/release.sh --rpm failed ($WORK/release.log)"
+	for dir in signed tampered; do
+		rm -rf "${ROOT:?}/srv/$dir" "$ROOT/etc/tb5-$dir.repos.d"
+		cp -a "$signed" "$ROOT/srv/$dir"
+		mkdir -p "$ROOT/etc/tb5-$dir.repos.d"
+		cat >"$ROOT/etc/tb5-$dir.repos.d/tb5.repo" <<-EOF
+			[tb5-$dir]
+			name=tb5 ($dir)
+			baseurl=file:///srv/$dir
+			enabled=1
+			gpgcheck=1
+			repo_gpgcheck=1
+			gpgkey=file:///srv/$dir/RPM-GPG-KEY-tb5
+		EOF
+	done
+	sed -i 's#</repomd>#<!-- altered after signing --></repomd>#' "$ROOT/srv/tampered/repodata/repomd.xml"
+	in_root dnf -y -q --setopt=reposdir=/etc/tb5-signed.repos.d --setopt=install_weak_deps=False \
+		--setopt=cachedir=/var/cache/dnf-tb5-signed --releasever=12 --disableplugin='*' \
+		install tb5-nccl-minimal </dev/null
+	got=$(in_root rpm -qa --qf '%{NAME}\n' 'tb5*' | grep -v '^tb5-ci-' | sort | tr '\n' ' ')
+	[[ $got == "$(printf '%s\n' "${MINIMAL[@]}" | sort | tr '\n' ' ')" ]] ||
+		tb5_die "dnf install from the signed repository gave '$got'"
+	in_root rpm -q --qf '%{NAME} %{RSAHEADER:pgpsig}\n' "${MINIMAL[@]}" | tee "$WORK/signatures"
+	! grep -q '(none)' "$WORK/signatures" || tb5_die "an rpm installed from the signed repository has no signature"
+	echo "dnf with gpgcheck=1 repo_gpgcheck=1: installed $got from the signed repository, every rpm signed"
+	in_root dnf -y -q --setopt=reposdir=/etc/tb5-signed.repos.d --disableplugin='*' \
+		--setopt=cachedir=/var/cache/dnf-tb5-signed --releasever=12 remove tb5-nccl-minimal </dev/null
+	if out=$(in_root dnf -y --setopt=reposdir=/etc/tb5-tampered.repos.d --disableplugin='*' \
+		--setopt=cachedir=/var/cache/dnf-tb5-tampered --releasever=12 \
+		install tb5-nccl-minimal </dev/null 2>&1); then
+		tb5_die "dnf installed from a repository whose repomd.xml was altered after signing"
+	fi
+	grep -i 'gpg\|signature' <<<"$out" | head -n 3
+	grep -qi 'gpg\|signature' <<<"$out" ||
+		tb5_die "dnf refused the altered repository, but not for its signature: $out"
+	echo "dnf refused the repository whose repomd.xml was altered after signing"
+}
+
 main() {
 	local start=$SECONDS dnf=0
 	[[ ${1:-} != --dnf ]] || dnf=1
@@ -302,6 +350,7 @@ main() {
 	timed "rpm -U (release 3, the conffile changed)" upgrade_3
 	timed "rpm -e" erase
 	((dnf == 0)) || timed "dnf install, upgrade, remove (createrepo_c)" dnf_test
+	((dnf == 0)) || timed "dnf from the signed repository (ci/release.sh --rpm)" dnf_signed
 	tb5_banner "rpm-install: summary ($(tb5_fmt_secs $((SECONDS - start))))"
 	printf '%s\n' "${TIMES[@]}"
 	echo "rpm-install: passed"
