@@ -99,6 +99,18 @@ tb5_kernel_moddir() {
 	return 1
 }
 
+# tb5_timed NAME COMMAND...: one step of a package test under a banner
+# ("<script>: NAME"), its time kept in TB5_STEP_TIMES for the script's
+# summary.
+TB5_STEP_TIMES=()
+tb5_timed() {
+	local name=$1 start=$SECONDS
+	shift
+	tb5_banner "$(basename "$0" .sh): $name"
+	"$@"
+	TB5_STEP_TIMES+=("$(printf '  %-48s %s' "$name" "$(tb5_fmt_secs $((SECONDS - start)))")")
+}
+
 # tb5_chroot DIR COMMAND...: runs COMMAND in the chroot DIR with a clean
 # environment, /proc mounted (objtool reads the stack limit from it; dpkg
 # scripts want it) and a /dev/pts of its own (apt logs through a pty), in a

@@ -84,17 +84,9 @@ MINIMAL_PKGS=(tb5-nccl-minimal tb5-dkms libtb5-1 tb5-nccl-plugin tb5-tools)
 # What tb5-nccl-server adds: with --full the upgraded system becomes a
 # server install, whose exporter the booted system checks under systemd.
 SERVER_PKGS=(tb5-nccl-server tb5-exporter)
-TIMES=()
 BOOT_RETRIES=0
 BOOT_RETRY_LINES=()
 
-timed() {
-	local name=$1 start=$SECONDS
-	shift
-	tb5_banner "package-install: $name"
-	"$@"
-	TIMES+=("$(printf '  %-48s %s' "$name" "$(tb5_fmt_secs $((SECONDS - start)))")")
-}
 
 in_root() {
 	tb5_chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive "$@"
@@ -526,26 +518,26 @@ main() {
 	tb5_install_deps "${TB5_DEPS_PACKAGE[@]}"
 	mkdir -p "$WORK"
 
-	timed "base system (debootstrap, cached)" make_base
+	tb5_timed "base system (debootstrap, cached)" make_base
 	((BASE_ONLY == 0)) || return 0
 	trap stop_http EXIT
-	timed "signed apt repository (ci/release.sh), served on 127.0.0.1" serve_repo
-	timed "fresh system: keyring, tb5.sources, tampered repositories refused" fresh_root
+	tb5_timed "signed apt repository (ci/release.sh), served on 127.0.0.1" serve_repo
+	tb5_timed "fresh system: keyring, tb5.sources, tampered repositories refused" fresh_root
 	if ((FULL)); then
-		timed "apt install: previous release, edit, upgrade" install_packages
+		tb5_timed "apt install: previous release, edit, upgrade" install_packages
 	else
-		timed "apt install tb5-nccl-minimal" install_packages
+		tb5_timed "apt install tb5-nccl-minimal" install_packages
 	fi
 	prepare_guest
-	timed "disk image" make_image
-	timed "boot, modprobe, tb5-selftest, tb5-perf (QEMU TCG)" boot
+	tb5_timed "disk image" make_image
+	tb5_timed "boot, modprobe, tb5-selftest, tb5-perf (QEMU TCG)" boot
 	if ((FULL)); then
-		timed "apt purge" purge_check
-		timed "DKMS autopkgtest (dkms-autopkgtest)" autopkgtest
+		tb5_timed "apt purge" purge_check
+		tb5_timed "DKMS autopkgtest (dkms-autopkgtest)" autopkgtest
 	fi
 	stop_http
 	tb5_banner "package-install: summary ($(tb5_fmt_secs $((SECONDS - start))))"
-	printf '%s\n' "${TIMES[@]}"
+	printf '%s\n' "${TB5_STEP_TIMES[@]}"
 	((BOOT_RETRIES == 0)) || printf '%s\n' "${BOOT_RETRY_LINES[@]}"
 	echo "package-install: passed ($BOOT_RETRIES VM boot(s) retried)"
 }

@@ -46,15 +46,7 @@ ROOT=$WORK/root
 BASE=$TB5_KCACHE/pkg-base/bookworm.tar.zst
 ARCHIVES=$TB5_KCACHE/pkg-apt-archives
 CONF=/etc/modprobe.d/tb5.conf
-TIMES=()
 
-timed() {
-	local name=$1 start=$SECONDS
-	shift
-	tb5_banner "rpm-install: $name"
-	"$@"
-	TIMES+=("$(printf '  %-48s %s' "$name" "$(tb5_fmt_secs $((SECONDS - start)))")")
-}
 
 in_root() {
 	tb5_chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive "$@"
@@ -343,16 +335,16 @@ main() {
 	[[ -n $(find "$RPMS" -name '*.rpm' 2>/dev/null) ]] ||
 		tb5_die "no rpms in $RPMS: run ci/package.sh rpm first"
 	mkdir -p "$WORK"
-	timed "releases 2 and 3 of the same tree (cpack)" release23
-	timed "fresh Debian 12 with rpm and dkms" prepare_root
-	timed "rpm -i (release 1)" install_1
-	timed "edit the conffile, rpm -U (release 2)" upgrade_2
-	timed "rpm -U (release 3, the conffile changed)" upgrade_3
-	timed "rpm -e" erase
-	((dnf == 0)) || timed "dnf install, upgrade, remove (createrepo_c)" dnf_test
-	((dnf == 0)) || timed "dnf from the signed repository (ci/release.sh --rpm)" dnf_signed
+	tb5_timed "releases 2 and 3 of the same tree (cpack)" release23
+	tb5_timed "fresh Debian 12 with rpm and dkms" prepare_root
+	tb5_timed "rpm -i (release 1)" install_1
+	tb5_timed "edit the conffile, rpm -U (release 2)" upgrade_2
+	tb5_timed "rpm -U (release 3, the conffile changed)" upgrade_3
+	tb5_timed "rpm -e" erase
+	((dnf == 0)) || tb5_timed "dnf install, upgrade, remove (createrepo_c)" dnf_test
+	((dnf == 0)) || tb5_timed "dnf from the signed repository (ci/release.sh --rpm)" dnf_signed
 	tb5_banner "rpm-install: summary ($(tb5_fmt_secs $((SECONDS - start))))"
-	printf '%s\n' "${TIMES[@]}"
+	printf '%s\n' "${TB5_STEP_TIMES[@]}"
 	echo "rpm-install: passed"
 }
 
