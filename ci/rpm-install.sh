@@ -280,6 +280,16 @@ dnf_test() {
 	echo "dnf: install resolved the minimal set, upgrades to releases 2 and 3 (unedited conffile replaced), remove took the set and DKMS's entry"
 }
 
+# dnf_from NAME ARGS...: dnf with the repository of /etc/tb5-NAME.repos.d
+# alone (gpgcheck=1, repo_gpgcheck=1), a cache of its own.
+dnf_from() {
+	local name=$1
+	shift
+	in_root dnf -y --setopt=reposdir="/etc/tb5-$name.repos.d" --setopt=install_weak_deps=False \
+		--setopt=cachedir="/var/cache/dnf-tb5-$name" --releasever=12 --disableplugin='*' \
+		"$@" </dev/null
+}
+
 # The signed dnf repository of ci/release.sh --rpm, as an operator's
 # tb5.repo points at it: gpgcheck=1 and repo_gpgcheck=1 with the key the
 # repository carries; dnf installs the minimal set from it (the stub
@@ -304,20 +314,15 @@ dnf_signed() {
 		EOF
 	done
 	sed -i 's#</repomd>#<!-- altered after signing --></repomd>#' "$ROOT/srv/tampered/repodata/repomd.xml"
-	in_root dnf -y -q --setopt=reposdir=/etc/tb5-signed.repos.d --setopt=install_weak_deps=False \
-		--setopt=cachedir=/var/cache/dnf-tb5-signed --releasever=12 --disableplugin='*' \
-		install tb5-nccl-minimal </dev/null
+	dnf_from signed -q install tb5-nccl-minimal
 	got=$(in_root rpm -qa --qf '%{NAME}\n' 'tb5*' | grep -v '^tb5-ci-' | sort | tr '\n' ' ')
 	[[ $got == "$(printf '%s\n' "${MINIMAL[@]}" | sort | tr '\n' ' ')" ]] ||
 		tb5_die "dnf install from the signed repository gave '$got'"
 	in_root rpm -q --qf '%{NAME} %{RSAHEADER:pgpsig}\n' "${MINIMAL[@]}" | tee "$WORK/signatures"
 	! grep -q '(none)' "$WORK/signatures" || tb5_die "an rpm installed from the signed repository has no signature"
 	echo "dnf with gpgcheck=1 repo_gpgcheck=1: installed $got from the signed repository, every rpm signed"
-	in_root dnf -y -q --setopt=reposdir=/etc/tb5-signed.repos.d --disableplugin='*' \
-		--setopt=cachedir=/var/cache/dnf-tb5-signed --releasever=12 remove tb5-nccl-minimal </dev/null
-	if out=$(in_root dnf -y --setopt=reposdir=/etc/tb5-tampered.repos.d --disableplugin='*' \
-		--setopt=cachedir=/var/cache/dnf-tb5-tampered --releasever=12 \
-		install tb5-nccl-minimal </dev/null 2>&1); then
+	dnf_from signed -q remove tb5-nccl-minimal
+	if out=$(dnf_from tampered install tb5-nccl-minimal 2>&1); then
 		tb5_die "dnf installed from a repository whose repomd.xml was altered after signing"
 	fi
 	grep -i 'gpg\|signature' <<<"$out" | head -n 3
