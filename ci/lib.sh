@@ -22,7 +22,7 @@ TB5_DEPS_TEST=("${TB5_DEPS_BUILD[@]}" clang libclang-rt-14-dev linux-headers-amd
 # helpers, rpmbuild, the linters, an apt repository, a Debian 12 made with
 # debootstrap, its disk image, QEMU.
 # shellcheck disable=SC2034  # used by ci/package.sh and ci/package-install.sh
-TB5_DEPS_PACKAGE=(dpkg-dev file rpm lintian rpmlint apt-utils debootstrap
+TB5_DEPS_PACKAGE=(dpkg-dev debhelper file rpm lintian rpmlint apt-utils debootstrap
 		e2fsprogs zstd qemu-system-x86 gnupg python3)
 
 tb5_banner() {

@@ -336,11 +336,18 @@ if(TB5_PACKAGE STREQUAL "DEB")
   endforeach()
   file(WRITE ${_pkg_gen}/tb5-dkms/conffiles "/etc/modprobe.d/tb5.conf\n")
   # tb5-exporter: its unit enabled on install and started where systemd
-  # runs (what dh_installsystemd writes).
-  file(COPY ${_pkg_src}/debian/tb5-exporter/postinst ${_pkg_src}/debian/tb5-exporter/prerm
-       ${_pkg_src}/debian/tb5-exporter/postrm DESTINATION ${_pkg_gen}/tb5-exporter
-       FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
-       WORLD_READ WORLD_EXECUTE)
+  # runs, stopped on remove, forgotten on purge: the scripts debhelper's
+  # dh_installsystemd writes, made by debhelper itself (the source package
+  # runs the same tool: one source for both builds).
+  execute_process(
+    COMMAND sh ${_pkg_src}/debian/dh-exporter-scripts.sh ${_pkg_gen}/tb5-exporter
+            ${_pkg_src}/systemd/tb5-exporter.service
+    RESULT_VARIABLE _rc ERROR_VARIABLE _err OUTPUT_QUIET)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "tb5-exporter's maintainer scripts (dh_installsystemd): ${_err}")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+               ${_pkg_src}/debian/dh-exporter-scripts.sh ${_pkg_src}/systemd/tb5-exporter.service)
   file(WRITE ${_pkg_gen}/libtb5-1/triggers "activate-noawait ldconfig\n")
   # CPack gives packages with libraries maintainer scripts that run
   # ldconfig; the trigger above replaces them (and the plugin needs none).
