@@ -56,6 +56,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/kernel-lib.sh"
 # shellcheck source=ci/vm/boot-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/vm/boot-lib.sh"
+# shellcheck source=ci/vm/system-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/vm/system-lib.sh"
 
 FULL=0
 BASE_ONLY=0
@@ -84,8 +86,8 @@ MINIMAL_PKGS=(tb5-nccl-minimal tb5-dkms libtb5-1 tb5-nccl-plugin tb5-tools)
 # What tb5-nccl-server adds: with --full the upgraded system becomes a
 # server install, whose exporter the booted system checks under systemd.
 SERVER_PKGS=(tb5-nccl-server tb5-exporter)
-BOOT_RETRIES=0
-BOOT_RETRY_LINES=()
+# The guest's test service (ci/vm/system-lib.sh).
+GUEST=tb5-install-guest
 
 
 in_root() {
@@ -382,79 +384,13 @@ install_packages() {
 	in_root usermod -aG tb5 tester
 }
 
-# The guest's test: a systemd service that runs install-guest.sh once the
-# system is up, then powers off.
+# The guest's test: ci/vm/install-guest.sh as a systemd service once the
+# system is up.
 prepare_guest() {
-	install -m 0755 "$TB5_ROOT/ci/vm/install-guest.sh" "$ROOT/usr/local/sbin/tb5-install-guest"
-	cat >"$ROOT/etc/tb5-install-guest.env" <<-EOF
-		TB5_GUEST_FULL=$FULL
-		TB5_GUEST_SERVER=$FULL
-		TB5_GUEST_RING=$( ((FULL)) && echo 2048 || echo 4096)
-		TB5_GUEST_VERSION=$(deb_version "$DEBS" | sed 's/-[^-]*$//')
-	EOF
-	cat >"$ROOT/etc/systemd/system/tb5-install-guest.service" <<-'EOF'
-		[Unit]
-		Description=tb5 install test (ci/vm/install-guest.sh)
-		After=multi-user.target systemd-udevd.service
-		[Service]
-		Type=oneshot
-		EnvironmentFile=/etc/tb5-install-guest.env
-		ExecStart=/usr/local/sbin/tb5-install-guest
-		StandardOutput=tty
-		StandardError=tty
-		TTYPath=/dev/ttyS0
-		[Install]
-		WantedBy=multi-user.target
-	EOF
-	ln -sf /etc/systemd/system/tb5-install-guest.service \
-		"$ROOT/etc/systemd/system/multi-user.target.wants/tb5-install-guest.service"
-	# Nothing on the console but the kernel, systemd and the test: no
-	# login prompt.
-	ln -sf /dev/null "$ROOT/etc/systemd/system/serial-getty@ttyS0.service"
-	ln -sf /dev/null "$ROOT/etc/systemd/system/getty@tty1.service"
-	echo "/dev/vda / ext4 rw,relatime 0 1" >"$ROOT/etc/fstab"
-}
-
-make_image() {
-	local mib
-
-	in_root apt-get clean
-	mib=$(($(du -sm --exclude=./srv "$ROOT" | cut -f1) + 768))
-	rm -f "$WORK/root.img"
-	mke2fs -q -t ext4 -L tb5-root -d "$ROOT" "$WORK/root.img" "${mib}M"
-	echo "disk image: $WORK/root.img, ${mib} MiB"
-}
-
-boot() {
-	local vmlinuz=$ROOT/boot/vmlinuz-$KVER initrd=$ROOT/boot/initrd.img-$KVER
-	local log=$WORK/console.log rc=0 r
-
-	[[ -f $vmlinuz && -f $initrd ]] || tb5_die "no $vmlinuz or $initrd"
-	tb5_install_deps qemu-system-x86
-	# ci/vm/boot-lib.sh boots it as it boots ci/vm/run.sh's VMs: a boot that
-	# never reaches install-guest.sh's start marker (a panic, no marker
-	# within the boot watchdog, a QEMU error) is retried, at most twice; a
-	# failed test is not. systemd and udev take longer to get there than an
-	# initramfs: the watchdog defaults to 300 s. The disk is a snapshot
-	# (writes are dropped at exit): a retry boots the image as it was made,
-	# and nothing reads it back afterwards.
-	TB5_VM_SHOW=(grep --line-buffered -a -E '^(TB5-|guest:|PASS|FAIL|SKIP|[0-9]+ passed|tb5-|#|  )')
-	tb5_vm_qemu
-	echo "booting $KVER under QEMU TCG (log: $log; boot watchdog ${TB5_VM_BOOT_TIMEOUT:-300} s)"
-	TB5_VM_BOOT_TIMEOUT=${TB5_VM_BOOT_TIMEOUT:-300} tb5_vm_boot "$KVER" "$log" "${VM_QEMU[@]}" \
-		-kernel "$vmlinuz" -initrd "$initrd" \
-		-drive "file=$WORK/root.img,format=raw,if=virtio,snapshot=on" \
-		-append "root=/dev/vda rw $VM_APPEND loglevel=5 systemd.show_status=0" || true
-	BOOT_RETRIES=${#VM_RETRY_REASONS[@]}
-	for r in "${VM_RETRY_REASONS[@]}"; do
-		BOOT_RETRY_LINES+=("boot retried: $r")
-	done
-	TB5_VM_TAIL=1 tb5_vm_verdict "$KVER" "$log" install-guest.sh || rc=$?
-	case $rc in
-	0) echo "the booted system passed" ;;
-	1) tb5_die "the guest's test failed ($log)" ;;
-	*) tb5_die "the system never reached its test in $VM_BOOTS boot(s): $VM_KIND ($log)" ;;
-	esac
+	tb5_sys_guest "$ROOT" "$GUEST" "$TB5_ROOT/ci/vm/install-guest.sh" \
+		"TB5_GUEST_FULL=$FULL" "TB5_GUEST_SERVER=$FULL" \
+		"TB5_GUEST_RING=$( ((FULL)) && echo 2048 || echo 4096)" \
+		"TB5_GUEST_VERSION=$(deb_version "$DEBS" | sed 's/-[^-]*$//')"
 }
 
 purge_check() {
@@ -479,7 +415,8 @@ purge_check() {
 		sed -E 's#^/(bin|sbin|lib|lib32|lib64|libx32)(/|$)#/usr/\1\2#; s#^#.#' |
 		sort -u >"$WORK/files-owned"
 	comm -13 "$WORK/files-before" "$WORK/files-after" | comm -23 - "$WORK/files-owned" |
-		grep -vE '^\./(etc/(ld\.so\.cache|group-|gshadow-|passwd-|shadow-|subgid-|subuid-)|var/lib/dkms/mok\.(key|pub)|etc/alternatives/|var/lib/systemd/|usr/share/info/dir|usr/lib/python3.*/__pycache__|var/lib/ucf/|etc/systemd/system/|etc/tb5-install-guest\.env|usr/local/sbin/tb5-install-guest)' \
+		grep -vE '^\./(etc/(ld\.so\.cache|group-|gshadow-|passwd-|shadow-|subgid-|subuid-)|var/lib/dkms/mok\.(key|pub)|etc/alternatives/|var/lib/systemd/|usr/share/info/dir|usr/lib/python3.*/__pycache__|var/lib/ucf/|etc/systemd/system/)' |
+		grep -vxF -f <(tb5_sys_guest_files "$ROOT" "$GUEST") \
 		>"$WORK/files-left.raw" || true
 	# update-alternatives' links (of the dependencies' programs) are
 	# nobody's in dpkg's lists.
@@ -493,7 +430,7 @@ purge_check() {
 		tb5_die "purge left the files above behind"
 	fi
 	left=$(comm -13 "$WORK/files-before" "$WORK/files-after" | grep -i tb5 |
-		grep -vE '^\./(etc/tb5-install-guest\.env|usr/local/sbin/tb5-install-guest|etc/systemd/system/(multi-user\.target\.wants/)?tb5-install-guest\.service)$' || true)
+		grep -vxF -f <(tb5_sys_guest_files "$ROOT" "$GUEST") || true)
 	[[ -z $left ]] || tb5_die "purge left files named tb5: $left"
 	echo "purged: no tb5 package, no DKMS entry, no group tb5, no file left"
 }
@@ -529,8 +466,9 @@ main() {
 		tb5_timed "apt install tb5-nccl-minimal" install_packages
 	fi
 	prepare_guest
-	tb5_timed "disk image" make_image
-	tb5_timed "boot, modprobe, tb5-selftest, tb5-perf (QEMU TCG)" boot
+	tb5_timed "disk image" tb5_sys_image "$ROOT" "$WORK/root.img"
+	tb5_timed "boot, modprobe, tb5-selftest, tb5-perf (QEMU TCG)" \
+		tb5_sys_boot "$ROOT" "$WORK/root.img" "$KVER" "$WORK/console.log" install-guest.sh
 	if ((FULL)); then
 		tb5_timed "apt purge" purge_check
 		tb5_timed "DKMS autopkgtest (dkms-autopkgtest)" autopkgtest
@@ -538,8 +476,8 @@ main() {
 	stop_http
 	tb5_banner "package-install: summary ($(tb5_fmt_secs $((SECONDS - start))))"
 	printf '%s\n' "${TB5_STEP_TIMES[@]}"
-	((BOOT_RETRIES == 0)) || printf '%s\n' "${BOOT_RETRY_LINES[@]}"
-	echo "package-install: passed ($BOOT_RETRIES VM boot(s) retried)"
+	((SYS_BOOT_RETRIES == 0)) || printf '%s\n' "${SYS_BOOT_RETRY_LINES[@]}"
+	echo "package-install: passed ($SYS_BOOT_RETRIES VM boot(s) retried)"
 }
 
 if ((EUID != 0)); then

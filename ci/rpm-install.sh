@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# ci/rpm-install.sh - tb5's rpms (ci/package.sh rpm, build-pkg-rpm/packages)
-# installed, upgraded and erased for real by rpm, inside a fresh Debian 12
-# (the cached base system of ci/package-install.sh, $TB5_KCACHE/pkg-base/,
-# unpacked into build-rpm-root/root), where Debian's rpm and dkms are
-# installed with apt and rpm runs in a chroot of that system:
+# ci/rpm-install.sh [--dnf] - tb5's rpms (ci/package.sh rpm,
+# build-pkg-rpm/packages) installed, upgraded and erased for real by rpm in a
+# booted Debian 12 (the cached base system of ci/package-install.sh,
+# $TB5_KCACHE/pkg-base/, unpacked into build-rpm-root/root, with Debian's rpm
+# and dkms installed by apt and the rpms of three releases in /srv/rpms):
+# the system boots under QEMU with its own kernel, systemd and udev, and
+# ci/vm/rpm-guest.sh runs there as a systemd service:
 #
-#   1. rpm -i of every rpm: the scriptlets run (%post: group tb5, udev;
-#      %posttrans: DKMS builds and installs tb5.ko for the system's kernel)
+#   1. rpm -i of every rpm: the scriptlets run (%post: group tb5, the udev
+#      rule applied; %posttrans: DKMS builds and installs tb5.ko for the
+#      running kernel; the exporter's unit preset); modprobe tb5, the
+#      nodes, tb5-selftest and the exporter checked
 #   2. /etc/modprobe.d/tb5.conf edited, then rpm -U to the same tree
 #      packaged again as release 2 (CPack, no rebuild): the edit survives
-#      (%config(noreplace)); DKMS has tb5 again after the old %preun and the
-#      new %posttrans
+#      (%config(noreplace)) and takes effect on the next load; DKMS has tb5
+#      again after the old %preun and the new %posttrans; the new %post
+#      applies the rule to the loaded module's nodes; the running exporter
+#      is restarted
 #   3. rpm -U to release 3, whose packaged tb5.conf changed: the edit stays,
 #      release 3's file is written as tb5.conf.rpmnew
-#   4. rpm -e of every tb5 package: DKMS's entry, the module, /usr/src/tb5-*,
-#      the udev rule and the group are gone; the edited conffile is kept as
-#      tb5.conf.rpmsave, as rpm does
+#   4. rpm -e of every tb5 package: the exporter stopped and disabled,
+#      DKMS's entry, the module, /usr/src/tb5-*, the udev rule and the group
+#      are gone; the edited conffile is kept as tb5.conf.rpmsave, as rpm does
 #
 # What is forced, and why: rpm -i and rpm -U run with --nodeps. The rpmdb of
 # this system holds tb5's packages only: what they require from the
@@ -26,26 +32,42 @@
 # requirements among tb5's own packages are checked all the same: rpm -e runs
 # without --nodeps, and every step checks `rpm -q --requires` of tb5's
 # packages is met by tb5's packages (--nodeps hides only the distribution's).
-# Nothing else is forced (no --force, --replacefiles, --noscripts).
+# Nothing else is forced (no --force, --replacefiles, --noscripts). The
+# rpms have an RPM distribution's layout (libraries in /usr/lib64), which
+# Debian's loader does not search: the system gets
+# /etc/ld.so.conf.d/rpm-lib64.conf naming /usr/lib64, as an RPM
+# distribution's loader has it built in (tb5-libs's %post runs ldconfig).
 #
-# --dnf adds dnf (see dnf_test below), then dnf against the signed
+# --dnf adds dnf in a chroot of the same system as it was before the boot
+# (the VM's disk is a snapshot: see dnf_test below), then dnf against the signed
 # repository of ci/release.sh --rpm with gpgcheck=1 and repo_gpgcheck=1,
 # and a copy of it altered after signing refused (dnf_signed).
 #
-# Needs root. Work directory: build-rpm-root/. Knobs: TB5_KCACHE.
+# Needs root. Work directory: build-rpm-root/ (console.log: the booted
+# system's console). Knobs: TB5_KCACHE, and the VM's of ci/vm/boot-lib.sh
+# (TB5_VM_TIMEOUT, default 1800 s here: DKMS builds tb5.ko three times under
+# TCG).
 # shellcheck disable=SC2016  # the inner shells' arguments
 set -euo pipefail
 # shellcheck source=ci/kernel-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/kernel-lib.sh"
+# shellcheck source=ci/vm/boot-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/vm/boot-lib.sh"
+# shellcheck source=ci/vm/system-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/vm/system-lib.sh"
 cd "$TB5_ROOT"
 
 RPM_BUILD=$TB5_ROOT/build-pkg-rpm
 RPMS=$RPM_BUILD/packages
+DEBS=$TB5_ROOT/build-pkg-deb/packages
 WORK=$TB5_ROOT/build-rpm-root
 ROOT=$WORK/root
 BASE=$TB5_KCACHE/pkg-base/bookworm.tar.zst
 ARCHIVES=$TB5_KCACHE/pkg-apt-archives
 CONF=/etc/modprobe.d/tb5.conf
+# The guest's test service (ci/vm/system-lib.sh), also run in the chroot
+# for its check of what is installed.
+GUEST=tb5-rpm-guest
 
 
 in_root() {
@@ -79,6 +101,18 @@ release23() {
 	cmake -B "$RPM_BUILD" -DTB5_PACKAGE_RELEASE=1 >/dev/null
 }
 
+# The distribution's packages that tb5's packages need: what CPack's debs
+# (build-pkg-deb/packages) depend on beyond tb5's own, the first of each
+# alternative, without versions (one per line). The rpms need the same
+# (rpm -qpR: dkms, shadow-utils, the same sonames).
+dist_deps() {
+	local f
+	for f in "$DEBS"/*.deb; do
+		dpkg-deb -f "$f" Depends
+	done | tr ',' '\n' | sed 's/([^)]*)//g; s/|.*//; s/ //g' | grep -v '^$' |
+		grep -vE '^(lib)?tb5' | sort -u
+}
+
 prepare_root() {
 	[[ -f $BASE ]] || "$TB5_ROOT/ci/package-install.sh" --base
 	rm -rf "$ROOT"
@@ -88,121 +122,40 @@ prepare_root() {
 		find "$ARCHIVES" -name '*.deb' -exec cp -t "$ROOT/var/cache/apt/archives/" {} +
 	fi
 	tb5_retry in_root apt-get -q update
-	# rpm itself, and what tb5-dkms's scriptlets call (dkms with the
-	# compiler; the kernel's headers are in the base system).
-	tb5_retry in_root apt-get -q install -y rpm dkms </dev/null
+	# rpm itself; what the rpms need from the distribution, which an RPM
+	# distribution's dnf would install and Debian's apt installs here
+	# (dist_deps: dkms with the compiler, the libraries; the kernel's
+	# headers are in the base system); dnf for --dnf.
+	local -a deps
+	mapfile -t deps < <(dist_deps)
+	echo "the distribution's packages the rpms need (the debs' dependencies): ${deps[*]}"
+	tb5_retry in_root apt-get -q install -y rpm "${deps[@]}" "$@" </dev/null
+	find "$ROOT/var/cache/apt/archives" -name '*.deb' -exec cp -n -t "$ARCHIVES/" {} +
 	KVER=$(basename "$(find "$ROOT/lib/modules" -mindepth 1 -maxdepth 1 -type d | sort -V | tail -n1)")
 	echo "the system's kernel: $KVER; $(in_root rpm --version)"
 	in_root rpm --initdb
+	echo /usr/lib64 >"$ROOT/etc/ld.so.conf.d/rpm-lib64.conf"
 	mkdir -p "$ROOT/srv/rpms/1" "$ROOT/srv/rpms/2" "$ROOT/srv/rpms/3"
 	cp "$RPMS"/*.rpm "$ROOT/srv/rpms/1/"
 	cp "$WORK"/rpms-2/*.rpm "$ROOT/srv/rpms/2/"
 	cp "$WORK"/rpms-3/*.rpm "$ROOT/srv/rpms/3/"
-	tb5_files >"$WORK/tb5-before"
+	tb5_sys_guest "$ROOT" "$GUEST" "$TB5_ROOT/ci/vm/rpm-guest.sh" TB5_GUEST_SERVICE=1
 }
 
-# The paths named tb5 in the system (the base system has a few: its apt
-# configuration 99tb5-ci).
-tb5_files() {
-	(cd "$ROOT" && find . -xdev \( -path ./proc -o -path ./srv -o -path ./var/lib/rpm \
-		-o -path ./var/cache \) -prune -o -name '*tb5*' -print | sort)
+# The booted system: rpm -i, -U, -U, -e (ci/vm/rpm-guest.sh).
+boot_test() {
+	tb5_sys_image "$ROOT" "$WORK/root.img"
+	TB5_VM_TIMEOUT=${TB5_VM_TIMEOUT:-1800} tb5_sys_boot "$ROOT" "$WORK/root.img" "$KVER" \
+		"$WORK/console.log" rpm-guest.sh
+	grep -a '^guest: .* took ' "$WORK/console.log" | sed 's/^/    /'
 }
 
-# Every requirement of tb5's installed packages on a tb5 capability is one
-# that an installed tb5 package provides (the requirements are exact:
-# NAME = VERSION-RELEASE, and rpm -q --whatprovides takes no version).
-check_own_deps() {
-	local -a pkgs
-	local unmet
-	mapfile -t pkgs < <(in_root rpm -qa --qf '%{NAME}\n' 'tb5*')
-	unmet=$(comm -23 \
-		<(in_root rpm -q --requires "${pkgs[@]}" | grep -E '^(lib)?tb5' | sed 's/ *$//' | sort -u) \
-		<(in_root rpm -q --provides "${pkgs[@]}" | sed 's/ *$//' | sort -u))
-	[[ -z $unmet ]] || tb5_die "unmet among tb5's packages: $unmet"
-	echo "requirements among tb5's packages: all met"
-}
-
+# check_installed RELEASE RING: the guest script's check, in the chroot.
 check_installed() {
-	local rel=$1 ring=$2 st v
-	v=$(in_root rpm -q --qf '%{VERSION}' tb5-dkms)
-	[[ $(in_root rpm -q --qf '%{RELEASE}' tb5-dkms) == "$rel" ]] ||
-		tb5_die "tb5-dkms is not release $rel: $(in_root rpm -q tb5-dkms)"
-	echo "rpm -qa: $(in_root rpm -qa | sort | tr '\n' ' ')"
-	check_own_deps
-	st=$(in_root dkms status -m tb5 -k "$KVER")
-	echo "dkms status: $st"
-	[[ $st == *"tb5/$v, $KVER"*": installed"* ]] || tb5_die "DKMS has not installed tb5 $v for $KVER"
-	[[ -n $(find "$ROOT/lib/modules/$KVER/updates/dkms" -name 'tb5.ko*') ]] ||
-		tb5_die "no tb5.ko in /lib/modules/$KVER/updates/dkms"
-	[[ -f $ROOT/usr/lib/udev/rules.d/60-tb5.rules ]] || tb5_die "no udev rule"
-	[[ $(in_root rpm -qf /usr/lib/udev/rules.d/60-tb5.rules) == tb5-dkms-* ]] ||
-		tb5_die "the udev rule is not tb5-dkms's"
-	in_root getent group tb5 || tb5_die "no group tb5"
-	[[ $(in_root rpm -qc tb5-dkms) == "$CONF" ]] ||
-		tb5_die "rpm -qc tb5-dkms: '$(in_root rpm -qc tb5-dkms)', expected $CONF"
-	grep -qx "options tb5 ring_size=$ring" "$ROOT$CONF" ||
-		tb5_die "$CONF does not say ring_size=$ring"
-	echo "installed: release $rel; tb5.ko in DKMS for $KVER; udev rule; group tb5; $CONF ring_size=$ring (config)"
+	in_root env TB5_GUEST_KVER="$KVER" "/usr/local/sbin/$GUEST" installed "$1" "$2"
 }
 
-install_1() {
-	# --nodeps: see the head of this file.
-	in_root sh -c 'rpm -ivh --nodeps /srv/rpms/1/*.rpm' </dev/null
-	check_installed 1 4096
-}
-
-upgrade_2() {
-	sed -i 's/^options tb5 ring_size=4096$/options tb5 ring_size=2048/' "$ROOT$CONF"
-	in_root rpm -V tb5-dkms | tee "$WORK/rpm-V" || true
-	grep -q " $CONF\$" "$WORK/rpm-V" || tb5_die "rpm -V does not see the edited $CONF"
-	in_root sh -c 'rpm -Uvh --nodeps /srv/rpms/2/*.rpm' </dev/null
-	check_installed 2 2048
-	[[ ! -e $ROOT$CONF.rpmnew && ! -e $ROOT$CONF.rpmsave ]] ||
-		tb5_die "the upgrade left $(ls "$ROOT$CONF".rpm*)"
-	echo "the upgrade kept the edited $CONF (%config(noreplace); the packaged file did not change, so no .rpmnew)"
-	[[ $(in_root rpm -q --qf '%{FILEFLAGS:fflags} %{FILENAMES}\n' tb5-dkms |
-		awk -v f="$CONF" '$2 == f {print $1}') == cn ]] ||
-		tb5_die "$CONF is not %config(noreplace) in tb5-dkms"
-}
-
-# Release 3 changed the packaged conffile: rpm -U keeps the operator's
-# edit in place and writes the new one beside it as .rpmnew.
-upgrade_3() {
-	in_root sh -c 'rpm -Uvh --nodeps /srv/rpms/3/*.rpm' </dev/null
-	check_installed 3 2048
-	[[ -f $ROOT$CONF.rpmnew ]] || tb5_die "no $CONF.rpmnew after an upgrade that changed it"
-	if ! grep -qx 'options tb5 ring_size=4096' "$ROOT$CONF.rpmnew" ||
-		! grep -qx '# release 3 (ci/rpm-install.sh)' "$ROOT$CONF.rpmnew"; then
-		tb5_die "$CONF.rpmnew is not release 3's file"
-	fi
-	echo "the upgrade to release 3 kept the edit and wrote release 3's file as $CONF.rpmnew"
-	# The operator merges it.
-	rm "$ROOT$CONF.rpmnew"
-}
-
-erase() {
-	local pkgs left
-	mapfile -t pkgs < <(in_root rpm -qa --qf '%{NAME}\n' 'tb5*')
-	in_root rpm -e "${pkgs[@]}" </dev/null
-	left=$(in_root rpm -qa) || true
-	[[ -z $left ]] || tb5_die "rpm still has: $left"
-	[[ -z $(in_root dkms status -m tb5) ]] || tb5_die "DKMS still has tb5: $(in_root dkms status -m tb5)"
-	[[ ! -e $ROOT/var/lib/dkms/tb5 ]] || tb5_die "/var/lib/dkms/tb5 is still there"
-	[[ -z $(find "$ROOT/lib/modules/$KVER" -name 'tb5.ko*') ]] || tb5_die "tb5.ko is still in /lib/modules/$KVER"
-	[[ -z $(find "$ROOT/usr/src" -maxdepth 1 -name 'tb5-*') ]] || tb5_die "/usr/src/tb5-* is still there"
-	[[ ! -e $ROOT/usr/lib/udev/rules.d/60-tb5.rules ]] || tb5_die "the udev rule is still there"
-	! in_root getent group tb5 || tb5_die "the group tb5 is still there"
-	[[ ! -e $ROOT$CONF ]] || tb5_die "$CONF is still there"
-	grep -qx 'options tb5 ring_size=2048' "$ROOT$CONF.rpmsave" ||
-		tb5_die "the edited conffile was not kept as $CONF.rpmsave"
-	tb5_files >"$WORK/tb5-after"
-	left=$(comm -13 "$WORK/tb5-before" "$WORK/tb5-after" |
-		grep -vx "./etc/modprobe.d/tb5.conf.rpmsave" || true)
-	[[ -z $left ]] || tb5_die "files named tb5 left: $left"
-	echo "erased: no rpm, no DKMS entry, no module, no /usr/src/tb5-*, no udev rule, no group; $CONF.rpmsave kept (edited)"
-}
-
-# --dnf: the same system (after rpm -e) through dnf, from a repository
+# --dnf: the same system (as it was before the boot) through dnf, from a repository
 # made by createrepo_c over the rpms of both releases: dnf install
 # tb5-nccl-minimal must resolve exactly the minimal set, dnf upgrade takes
 # it to release 2 and 3 (the unedited conffile replaced, no .rpmnew), dnf remove of the meta-package takes the rest with it
@@ -254,7 +207,6 @@ dnf_in_root() {
 
 dnf_test() {
 	local got want
-	tb5_retry in_root apt-get -q install -y dnf </dev/null
 	stub_rpm
 	dnf_repo "$RPMS"/*.rpm "$WORK"/stub/RPMS/noarch/*.rpm
 	dnf_in_root install tb5-ci-debian-provides
@@ -332,25 +284,25 @@ dnf_signed() {
 }
 
 main() {
-	local start=$SECONDS dnf=0
-	[[ ${1:-} != --dnf ]] || dnf=1
+	local start=$SECONDS dnf=0 more=()
+	[[ ${1:-} != --dnf ]] || { dnf=1; more=(dnf); }
 	((EUID == 0)) || tb5_die "run as root"
-	tb5_install_deps rpm zstd debootstrap
+	tb5_install_deps rpm zstd debootstrap e2fsprogs
 	((dnf == 0)) || tb5_install_deps createrepo-c
 	[[ -n $(find "$RPMS" -name '*.rpm' 2>/dev/null) ]] ||
 		tb5_die "no rpms in $RPMS: run ci/package.sh rpm first"
+	[[ -n $(find "$DEBS" -name '*.deb' 2>/dev/null) ]] ||
+		tb5_die "no debs in $DEBS: run ci/package.sh deb (they name the distribution's packages the rpms need)"
 	mkdir -p "$WORK"
 	tb5_timed "releases 2 and 3 of the same tree (cpack)" release23
-	tb5_timed "fresh Debian 12 with rpm and dkms" prepare_root
-	tb5_timed "rpm -i (release 1)" install_1
-	tb5_timed "edit the conffile, rpm -U (release 2)" upgrade_2
-	tb5_timed "rpm -U (release 3, the conffile changed)" upgrade_3
-	tb5_timed "rpm -e" erase
+	tb5_timed "fresh Debian 12 with rpm, dkms ${more[*]}" prepare_root "${more[@]}"
+	tb5_timed "booted (QEMU TCG): rpm -i, edit, rpm -U, rpm -U, rpm -e" boot_test
 	((dnf == 0)) || tb5_timed "dnf install, upgrade, remove (createrepo_c)" dnf_test
 	((dnf == 0)) || tb5_timed "dnf from the signed repository (ci/release.sh --rpm)" dnf_signed
 	tb5_banner "rpm-install: summary ($(tb5_fmt_secs $((SECONDS - start))))"
 	printf '%s\n' "${TB5_STEP_TIMES[@]}"
-	echo "rpm-install: passed"
+	((SYS_BOOT_RETRIES == 0)) || printf '%s\n' "${SYS_BOOT_RETRY_LINES[@]}"
+	echo "rpm-install: passed ($SYS_BOOT_RETRIES VM boot(s) retried)"
 }
 
 main "$@"

@@ -26,10 +26,12 @@
 #     (build-pkg-deb/, build-pkg-rpm/), lintian (no error, no warning) and
 #     rpmlint (no error)
 #   - the Debian source package built with debhelper (ci/deb-source.sh:
-#     dpkg-buildpackage -S and -b, lintian --pedantic, its autopkgtest in a
-#     chroot) and its debs compared with CPack's (ci/deb-compare.sh)
-#   - the rpms installed, upgraded and erased with rpm, and with dnf from a
-#     createrepo_c repository, in a Debian 12 chroot (ci/rpm-install.sh)
+#     dpkg-buildpackage -S and -b, lintian --pedantic, its autopkgtest:
+#     dkms-autopkgtest in a chroot, module-selftest in a QEMU machine
+#     testbed) and its debs compared with CPack's (ci/deb-compare.sh)
+#   - the rpms installed, upgraded and erased with rpm in a booted Debian
+#     12 (QEMU, systemd and udev running), then with dnf from a createrepo_c
+#     repository and from the signed one in a chroot (ci/rpm-install.sh)
 #   - one version everywhere (ci/version-check.sh)
 #   - the signed apt and dnf repositories (ci/release.sh --rpm)
 #   - the packages installed (ci/package-install.sh --full): the signed apt
@@ -150,10 +152,10 @@ tb5_stage "fuzz tb5-fuzz-rx (${TB5_FUZZ_SECONDS:-60} s)" \
 tb5_stage "tb5.ko: DKMS builds and VM tests on 6.1, 6.12, sid (ci/kernel-tests.sh)" \
 	ci/kernel-tests.sh
 tb5_stage "packages: deb + rpm, lintian, rpmlint (ci/package.sh)" ci/package.sh
-tb5_stage "packages: Debian source package (debhelper), lintian --pedantic, autopkgtest (ci/deb-source.sh)" \
+tb5_stage "packages: Debian source package (debhelper), lintian --pedantic, autopkgtest in a chroot and a QEMU testbed (ci/deb-source.sh)" \
 	ci/deb-source.sh --autopkgtest
 tb5_stage "packages: debhelper's debs against CPack's (ci/deb-compare.sh)" ci/deb-compare.sh
-tb5_stage "packages: rpm -i/-U/-e and dnf in a Debian 12 chroot (ci/rpm-install.sh --dnf)" \
+tb5_stage "packages: rpm -i/-U/-e in a booted Debian 12, dnf in a chroot (ci/rpm-install.sh --dnf)" \
 	ci/rpm-install.sh --dnf
 tb5_stage "one version everywhere (ci/version-check.sh)" ci/version-check.sh
 tb5_stage "signed apt and dnf repositories (ci/release.sh --rpm)" \
