@@ -21,6 +21,17 @@
 #      dkms-autopkgtest must pass; module-selftest (isolation-machine: it
 #      loads the module) is skipped there, which autopkgtest's exit code 2
 #      says and nothing else may
+#   6. with --autopkgtest also: module-selftest on a machine testbed,
+#      autopkgtest-virt-qemu, as Debian's CI runs isolation-machine tests:
+#      a fresh Debian 12 (the same base system) prepared by autopkgtest's
+#      own setup-testbed (a root shell on ttyS1 for autopkgtest, its apt
+#      configuration) with the test's distribution dependencies installed
+#      beforehand (dkms, the compiler, the headers: nothing to download
+#      under TCG), booted under QEMU TCG with its own kernel
+#      (ci/vm/autopkgtest-qemu); autopkgtest installs the debs just built
+#      there (tb5-dkms's postinst has DKMS build tb5.ko), and the test loads
+#      the module, checks the conffile, the nodes and tb5-selftest: it must
+#      pass, not be skipped
 #
 # Output: build-deb-src/ (the .dsc, the tarballs, the .changes, the debs).
 # ci/deb-compare.sh then compares the debs with CPack's.
@@ -65,6 +76,48 @@ run_autopkgtest() {
 		tb5_die "autopkgtest failed (exit $rc; log: $OUT/autopkgtest.log)"
 	fi
 	echo "autopkgtest: dkms-autopkgtest passed (exit $rc)"
+}
+
+# autopkgtest_machine: the source package's module-selftest (the .dsc of
+# $OUT: the testbed unpacks it, as Debian's CI does) over the debs of $OUT
+# in a QEMU testbed (autopkgtest-virt-qemu).
+autopkgtest_machine() {
+	local root=$OUT/autopkgtest-machine base=$TB5_KCACHE/pkg-base/bookworm.tar.zst
+	local img=$OUT/autopkgtest-machine.img kver mib rc=0 log=$OUT/autopkgtest-machine.log
+	tb5_install_deps autopkgtest zstd qemu-system-x86 qemu-utils e2fsprogs
+	rm -rf "$root" "$OUT/autopkgtest-machine-out" "$img"
+	mkdir -p "$root"
+	tar -C "$root" --zstd -xf "$base"
+	tb5_retry tb5_chroot "$root" apt-get -q update
+	# The test's dependencies from the distribution (debian/tests/control)
+	# and tb5-dkms's (dkms, the compiler), installed natively here.
+	tb5_retry tb5_chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get -q install -y \
+		dkms build-essential kmod linux-headers-amd64 </dev/null
+	# As autopkgtest-build-qemu prepares its images.
+	MIRROR=$(tb5_mirror) RELEASE=bookworm /usr/share/autopkgtest/setup-commands/setup-testbed "$root" \
+		>"$OUT/setup-testbed.log" 2>&1 || { tail -n 20 "$OUT/setup-testbed.log"; tb5_die "setup-testbed failed"; }
+	tb5_chroot "$root" apt-get clean
+	kver=$(basename "$(find "$root/lib/modules" -mindepth 1 -maxdepth 1 -type d | sort -V | tail -n1)")
+	echo "/dev/vda / ext4 rw,relatime 0 1" >"$root/etc/fstab"
+	mib=$(($(du -sm "$root" | cut -f1) + 1024))
+	mke2fs -q -t ext4 -L tb5-testbed -d "$root" "$img" "${mib}M"
+	cp "$root/boot/vmlinuz-$kver" "$root/boot/initrd.img-$kver" "$OUT/"
+	rm -rf "$root"
+	echo "testbed: Debian 12, kernel $kver, $img (${mib} MiB)"
+	TB5_APT_KERNEL=$OUT/vmlinuz-$kver TB5_APT_INITRD=$OUT/initrd.img-$kver \
+		timeout 1500 autopkgtest -B --test-name=module-selftest "$OUT"/*.dsc "$OUT"/*.deb \
+		--output-dir "$OUT/autopkgtest-machine-out" --timeout-test=900 -- \
+		qemu --qemu-command "$TB5_ROOT/ci/vm/autopkgtest-qemu" --qemu-architecture x86_64 \
+		--qemu-options='-cpu max' --boot=none --cpus 2 --ram-size 2048 --timeout-reboot 600 \
+		"$img" >"$log" 2>&1 || rc=$?
+	grep -E '^module-selftest |^I: ' "$log" | sort -u
+	if ((rc != 0)) || ! grep -q '^module-selftest *PASS' "$log"; then
+		tail -n 60 "$log"
+		tb5_die "module-selftest on the machine testbed failed (exit $rc; log: $log)"
+	fi
+	grep -E '^(PASS|tb5-selftest|[0-9]+ passed)' "$OUT/autopkgtest-machine-out/module-selftest-stdout" 2>/dev/null | tail -n 3 || true
+	echo "autopkgtest: module-selftest passed on a QEMU machine testbed (kernel $kver)"
+	rm -f "$img" "$OUT/vmlinuz-$kver" "$OUT/initrd.img-$kver"
 }
 
 main() {
@@ -115,6 +168,8 @@ main() {
 	if ((apt)); then
 		tb5_banner "autopkgtest (chroot of a fresh Debian 12)"
 		run_autopkgtest "$dir"
+		tb5_banner "autopkgtest module-selftest (QEMU machine testbed, autopkgtest-virt-qemu)"
+		autopkgtest_machine
 	fi
 	return "$rc"
 }
