@@ -139,7 +139,7 @@ prepare_root() {
 	cp "$RPMS"/*.rpm "$ROOT/srv/rpms/1/"
 	cp "$WORK"/rpms-2/*.rpm "$ROOT/srv/rpms/2/"
 	cp "$WORK"/rpms-3/*.rpm "$ROOT/srv/rpms/3/"
-	tb5_sys_guest "$ROOT" "$GUEST" "$TB5_ROOT/ci/vm/rpm-guest.sh" TB5_GUEST_SERVICE=1
+	tb5_sys_guest "$ROOT" "$GUEST" "$TB5_ROOT/ci/vm/rpm-guest.sh"
 }
 
 # The booted system: rpm -i, -U, -U, -e (ci/vm/rpm-guest.sh).
@@ -152,7 +152,7 @@ boot_test() {
 
 # check_installed RELEASE RING: the guest script's check, in the chroot.
 check_installed() {
-	in_root env TB5_GUEST_KVER="$KVER" "/usr/local/sbin/$GUEST" installed "$1" "$2"
+	in_root env TB5_GUEST_SERVICE=0 TB5_GUEST_KVER="$KVER" "/usr/local/sbin/$GUEST" installed "$1" "$2"
 }
 
 # --dnf: the same system (as it was before the boot) through dnf, from a repository

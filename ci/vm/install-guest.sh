@@ -31,76 +31,10 @@ RING=${TB5_GUEST_RING:-4096}
 FULL=${TB5_GUEST_FULL:-0}
 SERVER=${TB5_GUEST_SERVER:-0}
 VERSION=${TB5_GUEST_VERSION:-}
-CONF=/etc/modprobe.d/tb5.conf
-RULE=/usr/lib/udev/rules.d/60-tb5.rules
-
-say() { echo "guest: $*"; }
-fail() {
-	echo "FAIL $*"
-	finish 1
-}
-finish() {
-	echo "TB5-VM-RESULT: rc=$1"
-	sync
-	systemctl poweroff --force --force
-	exit "$1"
-}
-
-wait_ready() {
-	local n i
-	for n in 0 1; do
-		for ((i = 0; i < 200; i++)); do
-			[[ $(cat "/sys/class/tb5/tb5_$n/state" 2>/dev/null) == ready ]] && break
-			sleep 0.1
-		done
-		[[ $(cat "/sys/class/tb5/tb5_$n/state" 2>/dev/null) == ready ]] ||
-			fail "tb5_$n is not ready"
-	done
-}
-
-# load: modprobe tb5 with one loop pair; the rest comes from the conffile.
-load() {
-	modprobe tb5 loopback=1 || fail "modprobe tb5 loopback=1"
-	udevadm settle --timeout=30
-	wait_ready
-}
-
-unload() {
-	modprobe -r tb5 || fail "modprobe -r tb5"
-}
-
-# nodes GROUP MODE: both nodes have this group and mode.
-nodes() {
-	local n got
-	for n in 0 1; do
-		got=$(stat -c '%G %a' "/dev/tb5_$n" 2>/dev/null) || fail "no /dev/tb5_$n"
-		[[ $got == "$1 $2" ]] || fail "/dev/tb5_$n is '$got', expected '$1 $2'"
-	done
-	echo "PASS nodes: /dev/tb5_0, /dev/tb5_1 $1 $2"
-}
-
-ring() {
-	local got
-	got=$(cat /sys/module/tb5/parameters/ring_size)
-	[[ $got == "$1" ]] || fail "ring_size is $got, expected $1 ($2)"
-	echo "PASS ring_size=$got ($2)"
-}
-
-as_tester() {
-	runuser -u tester -- "$@"
-}
-
-# scrape: GET /metrics from the exporter on this host (bash's /dev/tcp: the
-# system has no HTTP client); the body on stdout.
-scrape() {
-	local reply
-	exec 3<>/dev/tcp/127.0.0.1/9435 || return 1
-	printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
-	reply=$(timeout 20 cat <&3)
-	exec 3<&-
-	[[ $reply == "HTTP/1."?" 200"* ]] || return 1
-	printf '%s\n' "${reply#*$'\r\n\r\n'}"
-}
+# shellcheck source=ci/vm/guest-lib.sh
+source /usr/local/lib/tb5-guest-lib.sh
+CONF=$TB5_GUEST_CONF
+RULE=$TB5_GUEST_RULE
 
 # exporter: tb5-exporter under systemd, tb5 loaded with its loop pair.
 exporter() {
@@ -160,7 +94,7 @@ main() {
 		[[ $got == "$VERSION" ]] || fail "modinfo tb5 says version '$got', expected $VERSION"
 		echo "PASS the loaded module is tb5 $VERSION (/sys/module/tb5/version, modinfo)"
 	fi
-	nodes tb5 660
+	nodes root:tb5 660
 	id tester
 	as_tester tb5-selftest || fail "tb5-selftest as tester (group tb5)"
 	echo "PASS tb5-selftest as tester"
@@ -181,12 +115,12 @@ main() {
 		mv "$RULE" /run/60-tb5.rules.away
 		udevadm control --reload
 		load
-		nodes root 600
+		nodes root:root 600
 		mv /run/60-tb5.rules.away "$RULE"
 		/var/lib/dpkg/info/tb5-dkms.postinst configure \
 			"$(dpkg-query -W -f='${Version}' tb5-dkms)" ||
 			fail "tb5-dkms.postinst configure"
-		nodes tb5 660
+		nodes root:tb5 660
 		echo "PASS the postinst applied the udev rule to nodes already present"
 		unload
 

@@ -34,7 +34,8 @@
 #
 # `rpm-guest.sh installed RELEASE RING` runs only the check of what is
 # installed (as ci/rpm-install.sh's dnf steps do in a chroot of the same
-# system, TB5_GUEST_KVER naming its kernel) and exits 0 or 1.
+# system, with TB5_GUEST_SERVICE=0 and TB5_GUEST_KVER naming its kernel)
+# and exits 0 or 1.
 #
 # rpm -i and -U run with --nodeps (see ci/rpm-install.sh: what tb5 needs
 # from the distribution is installed by dpkg, which rpm cannot see); every
@@ -45,72 +46,21 @@
 # machine off.
 set -uo pipefail
 
-CONF=/etc/modprobe.d/tb5.conf
-RULE=/usr/lib/udev/rules.d/60-tb5.rules
+# shellcheck source=ci/vm/guest-lib.sh
+source /usr/local/lib/tb5-guest-lib.sh
+CONF=$TB5_GUEST_CONF
+RULE=$TB5_GUEST_RULE
 UNIT=tb5-exporter.service
 KVER=${TB5_GUEST_KVER:-$(uname -r)}
-# 1: the booted system's test service (the env file says so): the end
-# marker and the power-off.
-SERVICE=${TB5_GUEST_SERVICE:-0}
 
-fail() {
-	echo "FAIL $*"
-	finish 1
-}
-finish() {
-	[[ $SERVICE == 1 ]] || exit "$1"
-	echo "TB5-VM-RESULT: rc=$1"
-	sync
-	systemctl poweroff --force --force
-	exit "$1"
-}
 timed() {
 	local t=$SECONDS
 	"$@" || fail "$*"
-	echo "guest: $* took $((SECONDS - t)) s"
-}
-
-wait_ready() {
-	local n i
-	for n in 0 1; do
-		for ((i = 0; i < 200; i++)); do
-			[[ $(cat "/sys/class/tb5/tb5_$n/state" 2>/dev/null) == ready ]] && break
-			sleep 0.1
-		done
-		[[ $(cat "/sys/class/tb5/tb5_$n/state" 2>/dev/null) == ready ]] ||
-			fail "tb5_$n is not ready"
-	done
-}
-
-load() {
-	modprobe tb5 loopback=1 || fail "modprobe tb5 loopback=1"
-	udevadm settle --timeout=30
-	wait_ready
-}
-
-unload() {
-	modprobe -r tb5 || fail "modprobe -r tb5"
-}
-
-# nodes OWNER:GROUP MODE: both nodes have them.
-nodes() {
-	local n got
-	for n in 0 1; do
-		got=$(stat -c '%U:%G %a' "/dev/tb5_$n" 2>/dev/null) || fail "no /dev/tb5_$n"
-		[[ $got == "$1 $2" ]] || fail "/dev/tb5_$n is '$got', expected '$1 $2'"
-	done
-	echo "PASS nodes: /dev/tb5_0, /dev/tb5_1 $1 $2"
-}
-
-ring() {
-	local got
-	got=$(cat /sys/module/tb5/parameters/ring_size)
-	[[ $got == "$1" ]] || fail "ring_size is $got, expected $1 ($2)"
-	echo "PASS ring_size=$got ($2)"
+	say "$* took $((SECONDS - t)) s"
 }
 
 selftest() {
-	runuser -u tester -- tb5-selftest >/tmp/selftest.log 2>&1 ||
+	as_tester tb5-selftest >/tmp/selftest.log 2>&1 ||
 		{ cat /tmp/selftest.log; fail "tb5-selftest as tester ($1)"; }
 	echo "PASS tb5-selftest as tester ($1): $(tail -n 1 /tmp/selftest.log)"
 }
@@ -138,7 +88,7 @@ installed() {
 		fail "tb5-dkms is not release $rel: $(rpm -q tb5-dkms)"
 	own_deps
 	st=$(dkms status -m tb5 -k "$KVER")
-	echo "guest: dkms status: $st"
+	say "dkms status: $st"
 	[[ $st == *"tb5/$v, $KVER"*": installed"* ]] || fail "DKMS has not installed tb5 $v for $KVER"
 	[[ $(dkms status -m tb5 | grep -c .) == 1 ]] || fail "DKMS has more than tb5 $v: $(dkms status -m tb5)"
 	[[ $(modinfo -k "$KVER" -F version tb5) == "$v" ]] ||
@@ -148,17 +98,6 @@ installed() {
 	[[ $(rpm -qc tb5-dkms) == "$CONF" ]] || fail "rpm -qc tb5-dkms: '$(rpm -qc tb5-dkms)', expected $CONF"
 	grep -qx "options tb5 ring_size=$ring" "$CONF" || fail "$CONF does not say ring_size=$ring"
 	echo "PASS installed: release $rel; tb5.ko $v by DKMS for $KVER; udev rule; group tb5; $CONF ring_size=$ring"
-}
-
-# scrape: GET /metrics from the exporter on this host (bash's /dev/tcp).
-scrape() {
-	local reply
-	exec 3<>/dev/tcp/127.0.0.1/9435 || return 1
-	printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
-	reply=$(timeout 20 cat <&3)
-	exec 3<&-
-	[[ $reply == "HTTP/1."?" 200"* ]] || return 1
-	printf '%s\n' "${reply#*$'\r\n\r\n'}"
 }
 
 exporter_up() {
@@ -276,7 +215,7 @@ main() {
 		exit 0
 	fi
 	echo "TB5-VM-START: kernel $KVER, $(nproc) CPUs"
-	echo "guest: $(rpm --version), dkms $(dkms --version | awk '{print $NF}'), udev $(udevadm --version)"
+	say "$(rpm --version), dkms $(dkms --version | awk '{print $NF}'), udev $(udevadm --version)"
 	timed step_install
 	timed step_upgrade_2
 	timed step_upgrade_3

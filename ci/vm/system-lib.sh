@@ -19,7 +19,8 @@ SYS_BOOT_RETRIES=0
 SYS_BOOT_RETRY_LINES=()
 
 # tb5_sys_guest ROOT NAME SCRIPT [VAR=VALUE...]: SCRIPT installed in ROOT as
-# /usr/local/sbin/NAME, run by NAME.service (enabled, after
+# /usr/local/sbin/NAME with ci/vm/guest-lib.sh, which it sources, as
+# /usr/local/lib/tb5-guest-lib.sh; run by NAME.service (enabled, after
 # multi-user.target and udev) with the VAR=VALUE lines as its environment
 # (/etc/NAME.env), its output on the serial console. No login prompt on the
 # console, and the root file system on /dev/vda.
@@ -28,6 +29,7 @@ tb5_sys_guest() {
 	shift 3
 
 	install -m 0755 "$script" "$root/usr/local/sbin/$name"
+	install -D -m 0644 "$TB5_ROOT/ci/vm/guest-lib.sh" "$root/usr/local/lib/tb5-guest-lib.sh"
 	: >"$root/etc/$name.env"
 	for kv in "$@"; do
 		printf '%s\n' "$kv" >>"$root/etc/$name.env"
@@ -59,7 +61,7 @@ tb5_sys_guest() {
 # ROOT as "./path" (for the callers' checks of what a purge left).
 tb5_sys_guest_files() {
 	local name=$2
-	printf '%s\n' "./etc/$name.env" "./usr/local/sbin/$name" \
+	printf '%s\n' "./etc/$name.env" "./usr/local/sbin/$name" ./usr/local/lib/tb5-guest-lib.sh \
 		"./etc/systemd/system/$name.service" \
 		"./etc/systemd/system/multi-user.target.wants/$name.service"
 }
