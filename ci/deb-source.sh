@@ -38,6 +38,8 @@
 set -euo pipefail
 # shellcheck source=ci/kernel-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/kernel-lib.sh"
+# shellcheck source=ci/vm/system-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/vm/system-lib.sh"
 cd "$TB5_ROOT"
 
 OUT=$TB5_ROOT/build-deb-src
@@ -55,12 +57,10 @@ version() {
 # of $OUT, in a fresh Debian 12 chroot ($OUT/autopkgtest-root), with /proc
 # and a /dev/pts of its own in a private mount namespace.
 run_autopkgtest() {
-	local dir=$1 root=$OUT/autopkgtest-root base=$TB5_KCACHE/pkg-base/bookworm.tar.zst rc=0
+	local dir=$1 root=$OUT/autopkgtest-root rc=0
 	tb5_install_deps autopkgtest zstd
-	[[ -f $base ]] || "$TB5_ROOT/ci/package-install.sh" --base
-	rm -rf "$root" "$OUT/autopkgtest-out"
-	mkdir -p "$root"
-	tar -C "$root" --zstd -xf "$base"
+	rm -rf "$OUT/autopkgtest-out"
+	tb5_sys_unpack "$root"
 	# shellcheck disable=SC2016  # the inner shell expands them
 	unshare -m --propagation private -- sh -c '
 		mount -t proc proc "$1/proc" && mount -t devpts -o newinstance,ptmxmode=0666 devpts "$1/dev/pts" || exit 99
@@ -82,12 +82,11 @@ run_autopkgtest() {
 # $OUT: the testbed unpacks it, as Debian's CI does) over the debs of $OUT
 # in a QEMU testbed (autopkgtest-virt-qemu).
 autopkgtest_machine() {
-	local root=$OUT/autopkgtest-machine base=$TB5_KCACHE/pkg-base/bookworm.tar.zst
-	local img=$OUT/autopkgtest-machine.img kver mib rc=0 log=$OUT/autopkgtest-machine.log
+	local root=$OUT/autopkgtest-machine img=$OUT/autopkgtest-machine.img kver rc=0
+	local log=$OUT/autopkgtest-machine.log
 	tb5_install_deps autopkgtest zstd qemu-system-x86 qemu-utils e2fsprogs
-	rm -rf "$root" "$OUT/autopkgtest-machine-out" "$img"
-	mkdir -p "$root"
-	tar -C "$root" --zstd -xf "$base"
+	rm -rf "$OUT/autopkgtest-machine-out"
+	tb5_sys_unpack "$root"
 	tb5_retry tb5_chroot "$root" apt-get -q update
 	# The test's dependencies from the distribution (debian/tests/control)
 	# and tb5-dkms's (dkms, the compiler), installed natively here.
@@ -96,14 +95,12 @@ autopkgtest_machine() {
 	# As autopkgtest-build-qemu prepares its images.
 	MIRROR=$(tb5_mirror) RELEASE=bookworm /usr/share/autopkgtest/setup-commands/setup-testbed "$root" \
 		>"$OUT/setup-testbed.log" 2>&1 || { tail -n 20 "$OUT/setup-testbed.log"; tb5_die "setup-testbed failed"; }
-	tb5_chroot "$root" apt-get clean
-	kver=$(basename "$(find "$root/lib/modules" -mindepth 1 -maxdepth 1 -type d | sort -V | tail -n1)")
+	kver=$(tb5_sys_kver "$root")
 	echo "/dev/vda / ext4 rw,relatime 0 1" >"$root/etc/fstab"
-	mib=$(($(du -sm "$root" | cut -f1) + 1024))
-	mke2fs -q -t ext4 -L tb5-testbed -d "$root" "$img" "${mib}M"
+	tb5_sys_image "$root" "$img" 1024
 	cp "$root/boot/vmlinuz-$kver" "$root/boot/initrd.img-$kver" "$OUT/"
 	rm -rf "$root"
-	echo "testbed: Debian 12, kernel $kver, $img (${mib} MiB)"
+	echo "testbed: Debian 12, kernel $kver"
 	TB5_APT_KERNEL=$OUT/vmlinuz-$kver TB5_APT_INITRD=$OUT/initrd.img-$kver \
 		timeout 1500 autopkgtest -B --test-name=module-selftest "$OUT"/*.dsc "$OUT"/*.deb \
 		--output-dir "$OUT/autopkgtest-machine-out" --timeout-test=900 -- \

@@ -63,8 +63,8 @@ FULL=0
 BASE_ONLY=0
 WORK=$TB5_ROOT/build-pkg-vm
 ROOT=$WORK/root
-BASE_DIR=$TB5_KCACHE/pkg-base
-BASE=$BASE_DIR/bookworm.tar.zst
+BASE=$TB5_SYS_BASE
+BASE_DIR=${BASE%/*}
 ARCHIVES=$TB5_KCACHE/pkg-apt-archives
 DEBS=$TB5_ROOT/build-pkg-deb/packages
 PREV_DEBS=
@@ -274,9 +274,7 @@ repo_setup() {
 }
 
 fresh_root() {
-	rm -rf "$ROOT"
-	mkdir -p "$ROOT"
-	tar -C "$ROOT" --zstd -xf "$BASE"
+	tb5_sys_unpack "$ROOT"
 	# Downloads (the mirror's, never tb5's) are kept between runs; the
 	# system starts with what the cache holds.
 	mkdir -p "$ARCHIVES"
@@ -284,7 +282,7 @@ fresh_root() {
 		-exec cp -t "$ROOT/var/cache/apt/archives/" {} +
 	repo_setup
 	tb5_retry in_root apt-get -q update
-	KVER=$(basename "$(find "$ROOT/lib/modules" -mindepth 1 -maxdepth 1 -type d | sort -V | tail -n1)")
+	KVER=$(tb5_sys_kver "$ROOT")
 	echo "the new system's kernel: $KVER"
 	snapshot >"$WORK/files-before"
 }

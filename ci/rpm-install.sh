@@ -62,7 +62,6 @@ RPMS=$RPM_BUILD/packages
 DEBS=$TB5_ROOT/build-pkg-deb/packages
 WORK=$TB5_ROOT/build-rpm-root
 ROOT=$WORK/root
-BASE=$TB5_KCACHE/pkg-base/bookworm.tar.zst
 ARCHIVES=$TB5_KCACHE/pkg-apt-archives
 CONF=/etc/modprobe.d/tb5.conf
 # The guest's test service (ci/vm/system-lib.sh), also run in the chroot
@@ -114,10 +113,7 @@ dist_deps() {
 }
 
 prepare_root() {
-	[[ -f $BASE ]] || "$TB5_ROOT/ci/package-install.sh" --base
-	rm -rf "$ROOT"
-	mkdir -p "$ROOT"
-	tar -C "$ROOT" --zstd -xf "$BASE"
+	tb5_sys_unpack "$ROOT"
 	if [[ -d $ARCHIVES ]]; then
 		find "$ARCHIVES" -name '*.deb' -exec cp -t "$ROOT/var/cache/apt/archives/" {} +
 	fi
@@ -131,7 +127,7 @@ prepare_root() {
 	echo "the distribution's packages the rpms need (the debs' dependencies): ${deps[*]}"
 	tb5_retry in_root apt-get -q install -y rpm "${deps[@]}" "$@" </dev/null
 	find "$ROOT/var/cache/apt/archives" -name '*.deb' -exec cp -n -t "$ARCHIVES/" {} +
-	KVER=$(basename "$(find "$ROOT/lib/modules" -mindepth 1 -maxdepth 1 -type d | sort -V | tail -n1)")
+	KVER=$(tb5_sys_kver "$ROOT")
 	echo "the system's kernel: $KVER; $(in_root rpm --version)"
 	in_root rpm --initdb
 	echo /usr/lib64 >"$ROOT/etc/ld.so.conf.d/rpm-lib64.conf"

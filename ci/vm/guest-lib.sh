@@ -4,8 +4,8 @@
 # ci/vm/guest-lib.sh - what the booted systems' tests share
 # (ci/vm/install-guest.sh for the debs, ci/vm/rpm-guest.sh for the rpms):
 # the verdict and power-off, tb5 loaded with one loop pair and unloaded, the
-# nodes' owner and mode, ring_size, the test user, a scrape of the
-# exporter. ci/vm/system-lib.sh installs it beside the test as
+# nodes' owner and mode, ring_size, a unit coming up, the test user, a
+# scrape of the exporter. ci/vm/system-lib.sh installs it beside the test as
 # /usr/local/lib/tb5-guest-lib.sh; sourced, never run.
 #
 # TB5_GUEST_SERVICE (default 1): the test runs as the booted system's
@@ -72,6 +72,17 @@ ring() {
 	got=$(cat /sys/module/tb5/parameters/ring_size)
 	[[ $got == "$1" ]] || fail "ring_size is $got, expected $1 ($2)"
 	echo "PASS ring_size=$got ($2)"
+}
+
+# wait_active UNIT WHEN: UNIT is active within 20 s; fails with the end of
+# its journal otherwise.
+wait_active() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[[ $(systemctl is-active "$1") == active ]] && return 0
+		sleep 0.2
+	done
+	fail "$1 is $(systemctl is-active "$1") $2: $(journalctl -u "$1" -b --no-pager | tail -n 5)"
 }
 
 # as_tester COMMAND...: as "tester", the unprivileged user of the base

@@ -42,12 +42,7 @@ exporter() {
 
 	[[ $(systemctl is-enabled "$unit") == enabled ]] ||
 		fail "$unit is '$(systemctl is-enabled "$unit")' after the install, expected enabled"
-	for ((i = 0; i < 100; i++)); do
-		[[ $(systemctl is-active "$unit") == active ]] && break
-		sleep 0.2
-	done
-	[[ $(systemctl is-active "$unit") == active ]] ||
-		fail "$unit is $(systemctl is-active "$unit") after boot: $(journalctl -u "$unit" -b --no-pager | tail -n 5)"
+	wait_active "$unit" "after boot"
 	echo "PASS $unit enabled by the install and running since boot (user $(systemctl show -p User --value "$unit"), dynamic)"
 	for ((i = 0; i < 50; i++)); do
 		body=$(scrape) && [[ $body == *'tb5_link_counters_available{link="tb5_1"} 1'* ]] && break

@@ -102,12 +102,7 @@ installed() {
 
 exporter_up() {
 	local i body
-	for ((i = 0; i < 100; i++)); do
-		[[ $(systemctl is-active "$UNIT") == active ]] && break
-		sleep 0.2
-	done
-	[[ $(systemctl is-active "$UNIT") == active ]] ||
-		fail "$UNIT is $(systemctl is-active "$UNIT"): $(journalctl -u "$UNIT" -b --no-pager | tail -n 5)"
+	wait_active "$UNIT" "($1)"
 	for ((i = 0; i < 150; i++)); do
 		body=$(scrape 2>/dev/null) && grep -q '^tb5_up 1$' <<<"$body" && break
 		sleep 0.2

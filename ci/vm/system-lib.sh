@@ -6,12 +6,31 @@
 # with its own kernel, initramfs, systemd and udev, and a test script run
 # there as a systemd service once the system is up. Shared by
 # ci/package-install.sh (the debs, ci/vm/install-guest.sh) and
-# ci/rpm-install.sh --boot (the rpms, ci/vm/rpm-guest.sh). Sourced after
-# ci/kernel-lib.sh and ci/vm/boot-lib.sh, never run.
+# ci/rpm-install.sh (the rpms, ci/vm/rpm-guest.sh); ci/deb-source.sh's
+# machine testbed uses its root and image. Sourced after ci/kernel-lib.sh
+# (and ci/vm/boot-lib.sh for tb5_sys_boot), never run.
 #
 # The guest's script prints TB5_VM_START_MARKER when it starts and
 # "TB5-VM-RESULT: rc=N" last, then powers the machine off; ci/vm/boot-lib.sh
 # judges the boot and the test.
+
+# The cached base system (Debian 12 with its kernel, headers, systemd and
+# udev), made by ci/package-install.sh --base.
+TB5_SYS_BASE=$TB5_KCACHE/pkg-base/bookworm.tar.zst
+
+# tb5_sys_unpack ROOT: ROOT made anew from the cached base system (made
+# first where it is missing).
+tb5_sys_unpack() {
+	[[ -f $TB5_SYS_BASE ]] || "$TB5_ROOT/ci/package-install.sh" --base
+	rm -rf "$1"
+	mkdir -p "$1"
+	tar -C "$1" --zstd -xf "$TB5_SYS_BASE"
+}
+
+# tb5_sys_kver ROOT: the newest kernel version installed in ROOT.
+tb5_sys_kver() {
+	basename "$(find "$1/lib/modules" -mindepth 1 -maxdepth 1 -type d | sort -V | tail -n1)"
+}
 
 # State of the last tb5_sys_boot, for the callers' summaries.
 # shellcheck disable=SC2034  # read by the callers
@@ -94,7 +113,7 @@ tb5_sys_boot() {
 	[[ -f $vmlinuz && -f $initrd ]] || tb5_die "no $vmlinuz or $initrd"
 	tb5_install_deps qemu-system-x86
 	# shellcheck disable=SC2034  # read by tb5_vm_boot (ci/vm/boot-lib.sh)
-	TB5_VM_SHOW=(grep --line-buffered -a -E '^(TB5-|guest:|PASS|FAIL|SKIP|[0-9]+ passed|tb5-|#|  |autopkgtest|rpm|Preparing|Updating|Cleaning|Verifying|Installing|dkms|I: )')
+	TB5_VM_SHOW=(grep --line-buffered -a -E '^(TB5-|guest:|PASS|FAIL|SKIP|[0-9]+ passed|tb5-|#|  |rpm|Preparing|Updating|Cleaning|Verifying|Installing|dkms)')
 	tb5_vm_qemu
 	echo "booting $kver under QEMU TCG (log: $log; boot watchdog ${TB5_VM_BOOT_TIMEOUT:-300} s)"
 	TB5_VM_BOOT_TIMEOUT=${TB5_VM_BOOT_TIMEOUT:-300} tb5_vm_boot "$kver" "$log" "${VM_QEMU[@]}" \
