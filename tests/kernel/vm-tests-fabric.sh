@@ -144,6 +144,15 @@ fail() {
 	exit 1
 }
 nap() { sleep 0.2 2>/dev/null || sleep 1; }
+# counter FILE: the number in a link's sysfs FILE, 0 once the link is gone.
+# Not $(cat FILE || echo 0): a link removed between two reads of cat makes
+# cat print the number, then fail on the next read (-ENODEV), and the two
+# numbers together are no number.
+counter() {
+	v=$(head -n 1 "$1" 2>/dev/null)
+	case $v in '' | *[!0-9]*) v=0 ;; esac
+	echo "$v"
+}
 
 # wait_ready N SECONDS: N tb links, all ready.
 wait_ready() {
@@ -424,7 +433,7 @@ wait_each_down() {
 traffic() {
 	t=0
 	for l in "$CLASS"/tb5_*; do
-		[ -e "$l" ] && t=$((t + $(cat "$l/rx_bytes") + $(cat "$l/tx_bytes")))
+		[ -e "$l" ] && t=$((t + $(counter "$l/rx_bytes") + $(counter "$l/tx_bytes")))
 	done
 	echo "$t"
 }
@@ -776,7 +785,7 @@ if [ "$ROLE" = a ]; then
 		down=1 e=0
 		for l in "$CLASS"/tb5_*; do
 			[ -e "$l/state" ] && [ "$(cat "$l/state")" = ready ] && down=0
-			[ -e "$l/errors" ] && e=$((e + $(cat "$l/errors" 2>/dev/null || echo 0)))
+			[ -e "$l/errors" ] && e=$((e + $(counter "$l/errors")))
 		done
 		# The links' counters go with them: keep the last reading.
 		[ "$e" -gt "$errors" ] && errors=$e
