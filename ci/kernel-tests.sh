@@ -63,6 +63,7 @@ want() {
 	[[ " ${PARTS[*]} " == *" $1 "* ]]
 }
 RETRY_LINES=()
+FAIL_LINES=()
 
 # vm_status FILE: reads what ci/vm/run.sh wrote in FILE (its .status) into
 # VM_RESULT, VM_BOOTS, VM_RETRIES, VM_RETRY_LINES (the retried boots'
@@ -101,6 +102,25 @@ fabric_retries() {
 			RETRY_LINES+=("$(printf '%-5s %s host %s: boot retried: %s' "$1" "$3" \
 				"$(basename "$f" .status | sed 's/.*-//')" "$reason")")
 		done
+	done
+}
+
+# fail_lines LABEL PART LOG...: keeps the FAIL lines of the logs of a failed
+# run and the script's exit status, each with the test lines just before it
+# (the failing test's account of the links and cables, or the shell's
+# error), for the summary: CI shows only the end of the output, and the logs
+# stay on the machine that ran it.
+fail_lines() {
+	local label=$1 part=$2 log line
+	shift 2
+	for log in "$@"; do
+		[[ -f $log ]] || continue
+		while IFS= read -r line; do
+			FAIL_LINES+=("$(printf '%-5s %s %s: %s' "$label" "$part" \
+				"$(basename "$log" .log | sed 's/.*-//')" "$line")")
+		done < <(tr -d '\r' <"$log" |
+			grep -B6 -E '^(#[[:space:]]+)?FAIL |^TB5-VM-RESULT: rc=[1-9]' |
+			grep -v -E '^\[ *[0-9]+\.[0-9]+\]|^--$' | tail -n 16)
 	done
 }
 
@@ -255,6 +275,7 @@ main() {
 				RESULTS+=("$(printf '%-5s %-24s FAIL  VM tests failed%s (%s)' "$label" "$kver" \
 					"$VM_RETRIED" "$log")")
 				failed=$((failed + 1))
+				fail_lines "$label" vm "$log"
 				;;
 			3 | 4 | 5 | 6)
 				RESULTS+=("$(printf '%-5s %-24s FAIL  VM never reached the tests: %s in %s boots (%s)' \
@@ -287,6 +308,7 @@ main() {
 				RESULTS+=("$(printf '%-5s %-24s FAIL  fabric (%s, %s)' "$label" "$kver" \
 					"$BUILD/vm-logs/$kver-fabric-a.log" "-b.log")")
 				failed=$((failed + 1))
+				fail_lines "$label" fabric "$BUILD/vm-logs/$kver"-fabric-?.log
 			fi
 			fabric_retries "$label" "$kver" fabric
 		fi
@@ -302,6 +324,7 @@ main() {
 			RESULTS+=("$(printf '%-5s %-24s FAIL  triangle (%s)' "$label" "$kver" \
 				"$BUILD/vm-logs/$kver-triangle-{a,b,c}.log")")
 			failed=$((failed + 1))
+			fail_lines "$label" triangle "$BUILD/vm-logs/$kver"-triangle-?.log
 		fi
 		fabric_retries "$label" "$kver" triangle
 	done
@@ -310,6 +333,7 @@ main() {
 	printf '%s\n' "${TIMES[@]}"
 	printf '%s\n' "${RESULTS[@]}"
 	((${#RETRY_LINES[@]} == 0)) || printf '%s\n' "${RETRY_LINES[@]}"
+	((${#FAIL_LINES[@]} == 0)) || printf '%s\n' "${FAIL_LINES[@]}"
 	echo "kernel-tests: $ok passed, $failed failed, $retries VM boot(s) retried"
 	((failed == 0))
 }
