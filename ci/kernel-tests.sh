@@ -25,7 +25,8 @@
 # Prints one line per kernel (a failure says whether the tests failed or the
 # VM never reached them), one line per VM boot that was retried (with its
 # reason; ci/vm/run.sh retries a boot that never reached the tests, at most
-# twice) and "kernel-tests: N passed, M failed, R VM boot(s) retried"; exits
+# twice), the FAIL lines of each failed VM run (with the test lines before
+# them) and "kernel-tests: N passed, M failed, R VM boot(s) retried"; exits
 # non-zero when a kernel failed. Needs root (apt-get, dkms, chroot).
 #
 # Knobs: TB5_KERNELS (labels to test, default "6.1 6.12 sid"),
