@@ -112,13 +112,15 @@ fabric_retries() {
 # error), for the summary: CI shows only the end of the output, and the logs
 # stay on the machine that ran it.
 fail_lines() {
-	local label=$1 part=$2 log line
+	local label=$1 part=$2 log line who
 	shift 2
 	for log in "$@"; do
 		[[ -f $log ]] || continue
+		# A host's log of the fabric or triangle: <kver>-PART-<host>.log.
+		who=$part
+		[[ $log == *-"$part"-?.log ]] && who+=" host ${log: -5:1}"
 		while IFS= read -r line; do
-			FAIL_LINES+=("$(printf '%-5s %s %s: %s' "$label" "$part" \
-				"$(basename "$log" .log | sed 's/.*-//')" "$line")")
+			FAIL_LINES+=("$(printf '%-5s %s: %s' "$label" "$who" "$line")")
 		done < <(tr -d '\r' <"$log" |
 			grep -B6 -E '^(#[[:space:]]+)?FAIL |^TB5-VM-RESULT: rc=[1-9]' |
 			grep -v -E '^\[ *[0-9]+\.[0-9]+\]|^--$' | tail -n 16)
