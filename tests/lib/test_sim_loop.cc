@@ -393,6 +393,12 @@ TEST(SimConfig, BadSettingsAreRefusedWithAReason)
 	}
 	EXPECT_EQ(child_list_links("x:hosts=3,uncabled=0-3", &msg), EINVAL);
 	EXPECT_NE(msg.find("names slot 3, but hosts=3"), std::string::npos) << msg;
+	for (const char *bad : {"x:cables=0", "x:cables=5", "x:cables=two",
+				"x:cables=", "x:cables=-1"}) {
+		EXPECT_EQ(child_list_links(bad, &msg), EINVAL) << bad;
+		EXPECT_NE(msg.find("parallel cables between every pair of hosts, 1..4"),
+			  std::string::npos) << bad << ": " << msg;
+	}
 }
 
 // The links a child process in @spec's fabric lists, "name name ...", or
@@ -460,6 +466,17 @@ TEST(SimConfig, AnUncabledPairHasNoLinks)
 		  0u);
 }
 
+TEST(SimConfig, ParallelCablesAreLinksOfTheirOwn)
+{
+	const std::string fabric = "tb5test-cables-" + std::to_string(getpid());
+
+	EXPECT_EQ(child_link_names(fabric + ":hosts=3,loop=0,cables=2,host=0"),
+		  "sim_h1 sim_h1c1 sim_h2 sim_h2c1");
+	EXPECT_EQ(child_link_names(fabric + ":hosts=4,loop=0,cables=4,uncabled=1-2,host=2"),
+		  "sim_h0 sim_h0c1 sim_h0c2 sim_h0c3 sim_h3 sim_h3c1 sim_h3c2 sim_h3c3");
+	EXPECT_EQ(child_link_names(fabric + ":hosts=2,loop=0,cables=1,host=1"), "sim_h0");
+}
+
 TEST(SimConfig, AFabricKeepsItsSettings)
 {
 	std::string fabric = std::string(getenv("TB5_SIM")).substr(
@@ -476,6 +493,9 @@ TEST(SimConfig, AFabricKeepsItsSettings)
 	EXPECT_NE(msg.find("has 1 hosts"), std::string::npos) << msg;
 	EXPECT_EQ(child_list_links((fabric + ":uncabled=0-1").c_str(), &msg), EINVAL);
 	EXPECT_NE(msg.find("has uncabled=none; TB5_SIM asks for uncabled=0-1"),
+		  std::string::npos) << msg;
+	EXPECT_EQ(child_list_links((fabric + ":cables=2").c_str(), &msg), EINVAL);
+	EXPECT_NE(msg.find("has cables=1; TB5_SIM asks for cables=2"),
 		  std::string::npos) << msg;
 	EXPECT_EQ(child_list_links(fabric.c_str(), &msg), EBUSY);
 	EXPECT_NE(msg.find("taken"), std::string::npos) << msg;

@@ -29,7 +29,8 @@ namespace {
 constexpr uint64_t kMagic = 0x74623573696d3031ull;	// "tb5sim01"
 // 2: ring descriptors carry the link-rate model's due time.
 // 3: the header says which pairs are uncabled.
-constexpr uint32_t kVersion = 3;
+// 4: cables=K parallel cables a pair; cable files name their cable.
+constexpr uint32_t kVersion = 4;
 constexpr const char *kShmDir = "/dev/shm";
 
 uint64_t random_session()
@@ -58,14 +59,16 @@ void sleep_ms(int ms)
 	nanosleep(&ts, nullptr);
 }
 
-// Parses "tb5sim.<fabric>.<i>.<j>.<si>.<sj>" for our fabric.
+// Parses "tb5sim.<fabric>.<i>.<j>.<c>.<si>.<sj>" for our fabric.
 bool parse_cable(const std::string &prefix, const char *name, uint32_t &i,
 		 uint32_t &j, uint64_t &si, uint64_t &sj)
 {
+	uint32_t c;
+
 	if (strncmp(name, prefix.c_str(), prefix.size()))
 		return false;
-	return sscanf(name + prefix.size(), "%" SCNu32 ".%" SCNu32 ".%" SCNx64
-		      ".%" SCNx64, &i, &j, &si, &sj) == 4;
+	return sscanf(name + prefix.size(), "%" SCNu32 ".%" SCNu32 ".%" SCNu32
+		      ".%" SCNx64 ".%" SCNx64, &i, &j, &c, &si, &sj) == 5;
 }
 
 // Is @rows (kMaxHosts rows of bits) a symmetric set of pairs of two
@@ -188,6 +191,7 @@ int Fabric::join_once(const Config &cfg)
 		hdr_->version = kVersion;
 		hdr_->hosts = cfg.hosts;
 		hdr_->ring_size = cfg.ring_size;
+		hdr_->cables = cfg.cables;
 		memcpy(hdr_->uncabled, cfg.uncabled, sizeof(hdr_->uncabled));
 		hdr_->magic.store(kMagic, std::memory_order_release);
 	} else {
@@ -204,7 +208,8 @@ int Fabric::join_once(const Config &cfg)
 		if (hdr_->hosts < 1 || hdr_->hosts > kMaxHosts ||
 		    hdr_->ring_size < TB5_RING_SIZE_MIN ||
 		    hdr_->ring_size > TB5_RING_SIZE_MAX ||
-		    (hdr_->ring_size & (hdr_->ring_size - 1)))
+		    (hdr_->ring_size & (hdr_->ring_size - 1)) ||
+		    hdr_->cables < 1 || hdr_->cables > kMaxCables)
 			return fail(-EPROTO, "simulator: %s%s has bad settings",
 				    kShmDir, shm_name.c_str());
 		if (!valid_uncabled(hdr_->uncabled, hdr_->hosts))
@@ -220,6 +225,10 @@ int Fabric::join_once(const Config &cfg)
 				    "TB5_SIM asks for uncabled=%s", name_.c_str(),
 				    describe_uncabled(hdr_->uncabled).c_str(),
 				    describe_uncabled(cfg.uncabled).c_str());
+		if (cfg.cables_given && cfg.cables != hdr_->cables)
+			return fail(-EINVAL, "simulator: fabric %s has cables=%u; "
+				    "TB5_SIM asks for cables=%u", name_.c_str(),
+				    hdr_->cables, cfg.cables);
 		if (cfg.ring_given && cfg.ring_size != hdr_->ring_size)
 			return fail(-EINVAL, "simulator: fabric %s has ring=%u; "
 				    "TB5_SIM asks for %u", name_.c_str(),
@@ -277,21 +286,23 @@ bool Fabric::peer_alive(uint32_t peer, uint64_t session)
 	return false;
 }
 
-std::string Fabric::cable_path(uint32_t peer, uint64_t peer_session) const
+std::string Fabric::cable_path(uint32_t peer, uint32_t cable,
+			       uint64_t peer_session) const
 {
 	uint32_t i = slot_ < peer ? slot_ : peer, j = slot_ < peer ? peer : slot_;
 	uint64_t si = slot_ < peer ? session_ : peer_session;
 	uint64_t sj = slot_ < peer ? peer_session : session_;
 	char buf[256];
 
-	snprintf(buf, sizeof(buf), "/tb5sim.%s.%u.%u.%" PRIx64 ".%" PRIx64,
-		 name_.c_str(), i, j, si, sj);
+	snprintf(buf, sizeof(buf), "/tb5sim.%s.%u.%u.%u.%" PRIx64 ".%" PRIx64,
+		 name_.c_str(), i, j, cable, si, sj);
 	return buf;
 }
 
-int Fabric::map_cable(uint32_t peer, uint64_t peer_session, Mapping &out) const
+int Fabric::map_cable(uint32_t peer, uint32_t cable, uint64_t peer_session,
+		      Mapping &out) const
 {
-	const std::string path = cable_path(peer, peer_session);
+	const std::string path = cable_path(peer, cable, peer_session);
 	const size_t size = 2 * ring_bytes(hdr_->ring_size);
 	UniqueFd fd(shm_open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
 	struct stat st = {};

@@ -6,9 +6,9 @@
 // host. A process joins by claiming a free slot (or the slot of a process
 // that died) with a fresh random session number, which is also its host
 // id; it leaves by clearing it. Every pair of hosts is cabled unless the
-// fabric's creator said uncabled=i-j; the rings of the cable between slots
-// i < j live in
-//   /dev/shm/tb5sim.<fabric>.<i>.<j>.<session i>.<session j>
+// fabric's creator said uncabled=i-j, with cables=K parallel cables a
+// pair; the rings of cable c (0..K-1) between slots i < j live in
+//   /dev/shm/tb5sim.<fabric>.<i>.<j>.<c>.<session i>.<session j>
 // so that a host that restarts gets new, empty rings; whichever end comes
 // first creates the file, and the file goes when either end sees the other
 // leave.
@@ -43,7 +43,7 @@ struct FabricHeader {
 	uint32_t version;
 	uint32_t hosts;
 	uint32_t ring_size;
-	uint32_t pad;
+	uint32_t cables;		// parallel cables a pair (1..kMaxCables)
 	uint16_t uncabled[kMaxHosts];	// bit j of row i: no cable i-j
 	alignas(64) HostSlot slots[kMaxHosts];
 };
@@ -62,6 +62,7 @@ public:
 
 	uint32_t hosts() const { return hdr_->hosts; }
 	uint32_t ring_size() const { return hdr_->ring_size; }
+	uint32_t cables() const { return hdr_->cables; }
 	uint32_t my_slot() const { return slot_; }
 	uint64_t my_session() const { return session_; }
 	HostSlot &slot(uint32_t i) { return hdr_->slots[i]; }
@@ -72,11 +73,13 @@ public:
 	}
 	const std::string &name() const { return name_; }
 
-	// The cable file's path between this host and slot @peer whose
+	// The file of cable @cable between this host and slot @peer whose
 	// session is @peer_session.
-	std::string cable_path(uint32_t peer, uint64_t peer_session) const;
+	std::string cable_path(uint32_t peer, uint32_t cable,
+			       uint64_t peer_session) const;
 	// Opens (or creates) and maps the cable's rings; 0 or -errno.
-	int map_cable(uint32_t peer, uint64_t peer_session, Mapping &out) const;
+	int map_cable(uint32_t peer, uint32_t cable, uint64_t peer_session,
+		      Mapping &out) const;
 	// Is the owner of @peer (claimed with @session) still alive? Clears
 	// the slot of a dead owner so that it can be taken again.
 	bool peer_alive(uint32_t peer, uint64_t session);

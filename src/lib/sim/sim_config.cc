@@ -132,6 +132,13 @@ int parse_config(const std::string &spec, Config &out)
 			c.uncabled[i] |= uint16_t(1u << j);
 			c.uncabled[j] |= uint16_t(1u << i);
 			c.uncabled_given = true;
+		} else if (k == "cables") {
+			if (!parse_uint(v, kMaxCables, n) || n < 1)
+				return fail(-EINVAL, "TB5_SIM: cables=%s: parallel "
+					    "cables between every pair of hosts, 1..%u",
+					    v.c_str(), kMaxCables);
+			c.cables = uint32_t(n);
+			c.cables_given = true;
 		} else if (k == "host") {
 			if (!parse_uint(v, kMaxHosts - 1, n))
 				return fail(-EINVAL, "TB5_SIM: host=%s: 0..%u",
@@ -182,7 +189,7 @@ int parse_config(const std::string &spec, Config &out)
 			c.copy = int(n);
 		} else {
 			return fail(-EINVAL, "TB5_SIM: unknown key \"%s\" (known: "
-				    "hosts, uncabled, host, loop, ring, rate, delay_us, usb4, "
+				    "hosts, uncabled, cables, host, loop, ring, rate, delay_us, usb4, "
 				    "copy)", k.c_str());
 		}
 	}

@@ -8,6 +8,8 @@
 //   hosts   host slots in the fabric, full mesh (1..16, default 2)
 //   uncabled  a pair of slots i-j with no cable between them (e.g. 0-3);
 //           may be given more than once (default: every pair cabled)
+//   cables  parallel cables between every cabled pair of slots (1..4,
+//           default 1)
 //   host    the slot this process takes (default: the first free one)
 //   loop    loop pairs inside this process (0..16, default 1)
 //   ring    descriptors per ring (power of two, 64..16384, default 1024)
@@ -20,7 +22,7 @@
 //           CPUs it may run on: 0 below 8, else a quarter of them, at
 //           most 8)
 //
-// hosts, uncabled and ring belong to the fabric: the first process fixes them and a
+// hosts, uncabled, cables and ring belong to the fabric: the first process fixes them and a
 // later one that asks for other values is refused. rate, delay_us and usb4
 // model the directions this process sends in.
 #pragma once
@@ -37,6 +39,8 @@ struct Config {
 	// uncabled[i] bit j: no cable between slots i and j (symmetric).
 	uint16_t uncabled[16] = {};
 	bool uncabled_given = false;
+	uint32_t cables = 1;
+	bool cables_given = false;
 	int host = -1;
 	uint32_t loop = 1;
 	uint32_t ring_size = 1024;
@@ -50,6 +54,7 @@ struct Config {
 constexpr uint32_t kMaxHosts = 16;
 static_assert(kMaxHosts <= 16, "Config::uncabled holds 16 bits a row");
 constexpr uint32_t kMaxLoop = 16;
+constexpr uint32_t kMaxCables = 4;
 constexpr uint32_t kMaxCopy = 64;
 constexpr uint32_t kMaxDelayUs = 10000;
 

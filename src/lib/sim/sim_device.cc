@@ -111,13 +111,19 @@ int Host::init(const Config &cfg)
 		// No link where the fabric has no cable (uncabled=).
 		if (!fabric.cabled(fabric.my_slot(), j))
 			continue;
-		auto l = std::make_unique<SimLink>(fabric, j, wire);
+		// cables=K: sim_h<j> is the first, sim_h<j>c<c> the others.
+		for (uint32_t c = 0; c < fabric.cables(); c++) {
+			auto l = std::make_unique<SimLink>(fabric, j, c, wire);
+			std::string name = "sim_h" + std::to_string(j);
 
-		ret = l->create("sim_h" + std::to_string(j), index++);
-		if (ret)
-			return ret;
-		l->set_copy_engine(eng);
-		links.push_back(std::move(l));
+			if (c)
+				name.append("c").append(std::to_string(c));
+			ret = l->create(name, index++);
+			if (ret)
+				return ret;
+			l->set_copy_engine(eng);
+			links.push_back(std::move(l));
+		}
 	}
 	for (uint32_t k = 0; k < cfg.loop; k++) {
 		size_t bytes = 2 * ring_bytes(fabric.ring_size());

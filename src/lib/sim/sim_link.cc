@@ -32,8 +32,9 @@ uint64_t now_ns()
 
 } // namespace
 
-SimLink::SimLink(Fabric &fabric, uint32_t peer, const WireClock &wire)
-	: fabric_(fabric), mesh_(true), peer_slot_(peer), loop_end_(-1),
+SimLink::SimLink(Fabric &fabric, uint32_t peer, uint32_t cable,
+		 const WireClock &wire)
+	: fabric_(fabric), mesh_(true), peer_slot_(peer), cable_index_(cable), loop_end_(-1),
 	  ring_size_(fabric.ring_size()), host_id_(fabric.my_session()),
 	  wire_(wire)
 {
@@ -41,7 +42,7 @@ SimLink::SimLink(Fabric &fabric, uint32_t peer, const WireClock &wire)
 
 SimLink::SimLink(Fabric &fabric, std::shared_ptr<uint8_t[]> mem, int end,
 		 uint32_t ring_size, uint64_t host_id, const WireClock &wire)
-	: fabric_(fabric), mesh_(false), peer_slot_(0), loop_end_(end),
+	: fabric_(fabric), mesh_(false), peer_slot_(0), cable_index_(0), loop_end_(end),
 	  ring_size_(ring_size), host_id_(host_id), wire_(wire),
 	  loop_mem_(std::move(mem))
 {
@@ -460,7 +461,7 @@ uint32_t SimLink::report_taken()
 
 void SimLink::go_down()
 {
-	const std::string path = fabric_.cable_path(peer_slot_, peer_session_);
+	const std::string path = fabric_.cable_path(peer_slot_, cable_index_, peer_session_);
 
 	// Frames already copied (or staged) are reported; the queued ones
 	// are dropped, as a cable pull drops what is on the rings.
@@ -495,7 +496,7 @@ void SimLink::go_up(uint64_t peer_session)
 {
 	Mapping m;
 
-	if (fabric_.map_cable(peer_slot_, peer_session, m))
+	if (fabric_.map_cable(peer_slot_, cable_index_, peer_session, m))
 		return;		// tried again on the next progress
 	cable_ = std::move(m);
 	peer_session_ = peer_session;

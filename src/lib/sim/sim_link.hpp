@@ -72,9 +72,9 @@ void deliver_event(void *ep_ctx, enum tb5_event ev, int status);
 
 class SimLink {
 public:
-	// A cable to host slot @peer of @fabric.
+	// Cable @cable (0..cables-1) to host slot @peer of @fabric.
 	// @wire models the direction this end sends in.
-	SimLink(Fabric &fabric, uint32_t peer, const WireClock &wire);
+	SimLink(Fabric &fabric, uint32_t peer, uint32_t cable, const WireClock &wire);
 	// One end of a loop pair: @mem holds both directions' rings.
 	SimLink(Fabric &fabric, std::shared_ptr<uint8_t[]> mem, int end,
 		uint32_t ring_size, uint64_t host_id, const WireClock &wire);
@@ -182,6 +182,7 @@ private:
 	Fabric &fabric_;
 	const bool mesh_;
 	const uint32_t peer_slot_;	// mesh: the peer's slot
+	const uint32_t cable_index_;	// mesh: which of the pair's cables
 	const int loop_end_;		// loop: 0 or 1
 	uint32_t ring_size_;
 	uint64_t host_id_;
