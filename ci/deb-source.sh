@@ -44,10 +44,6 @@ cd "$TB5_ROOT"
 
 OUT=$TB5_ROOT/build-deb-src
 REV=${TB5_PACKAGE_RELEASE:-1}
-# What debian/control's Build-Depends name, and the tools.
-DEPS=(build-essential debhelper dh-dkms cmake ninja-build pkg-config libcli11-dev
-	nlohmann-json3-dev libmicrohttpd-dev libyaml-cpp-dev libcrypt-dev go-md2man
-	python3 man-db dpkg-dev lintian)
 
 version() {
 	sed -n 's/^project(tb5 VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt
@@ -58,7 +54,7 @@ version() {
 # and a /dev/pts of its own in a private mount namespace.
 run_autopkgtest() {
 	local dir=$1 root=$OUT/autopkgtest-root rc=0
-	tb5_install_deps autopkgtest zstd
+	tb5_install_deps "${TB5_DEPS_AUTOPKGTEST[@]}"
 	rm -rf "$OUT/autopkgtest-out"
 	tb5_sys_unpack "$root"
 	# shellcheck disable=SC2016  # the inner shell expands them
@@ -84,7 +80,7 @@ run_autopkgtest() {
 autopkgtest_machine() {
 	local root=$OUT/autopkgtest-machine img=$OUT/autopkgtest-machine.img kver rc=0
 	local log=$OUT/autopkgtest-machine.log
-	tb5_install_deps autopkgtest zstd qemu-system-x86 qemu-utils e2fsprogs
+	tb5_install_deps "${TB5_DEPS_AUTOPKGTEST[@]}"
 	rm -rf "$OUT/autopkgtest-machine-out"
 	tb5_sys_unpack "$root"
 	tb5_retry tb5_chroot "$root" apt-get -q update
@@ -121,7 +117,7 @@ main() {
 	local v tree date dir rc=0 out e w apt=0
 	[[ ${1:-} != --autopkgtest ]] || apt=1
 
-	tb5_install_deps "${DEPS[@]}"
+	tb5_install_deps "${TB5_DEPS_DEBSRC[@]}"
 	v=$(version)
 	[[ -n $v ]] || tb5_die "no project(tb5 VERSION ...) in CMakeLists.txt"
 	tree=$(git stash create)

@@ -128,7 +128,7 @@ main() {
 	local label failed=0 start
 
 	((EUID == 0)) || tb5_die "run as root (dkms, unshare, chroot)"
-	tb5_install_deps dkms kmod xz-utils zstd openssl
+	tb5_install_deps "${TB5_DEPS_KERNEL[@]}"
 	for label in "${LABELS[@]}"; do
 		start=$SECONDS
 		tb5_banner "dkms-build: $MODULE $VERSION for $label"

@@ -216,7 +216,7 @@ main() {
 	local label tree ok=0 failed=0 start=$SECONDS kver ko rc retries=0 reason log script
 	local -A built=()
 
-	tb5_install_deps build-essential cmake ninja-build
+	tb5_install_deps "${TB5_DEPS_KERNEL[@]}"
 
 	tb5_banner "kernel-tests: kernels (ci/kernels.sh)"
 	timed "kernels (ci/kernels.sh)" "$TB5_ROOT/ci/kernels.sh" "${LABELS[@]}" ||

@@ -98,7 +98,7 @@ prepare_61() {
 	local hdr kver pkgver dl try
 
 	tb5_banner "kernels: 6.1 (Debian 12)"
-	tb5_install_deps linux-headers-amd64
+	tb5_install_deps "${TB5_DEPS_KERNEL[@]}"
 	for try in first upgraded; do
 		# The installed meta-package names the headers and so the release.
 		hdr=$(dep_of "$(dpkg-query -W -f='${Depends}' linux-headers-amd64)" linux-headers-)
@@ -141,7 +141,7 @@ prepare_612() {
 	tb5_banner "kernels: 6.12 (bookworm-backports)"
 	# Kbuild of the backports kernel runs the host's gcc-12 and pahole (its
 	# BTF step; CONFIG_PAHOLE_VERSION=124 is bookworm's pahole).
-	tb5_install_deps gcc-12 make pahole libelf1 libssl3
+	tb5_install_deps "${TB5_DEPS_KERNEL[@]}"
 	if is_ready 6.12; then
 		echo "cached: $TB5_K_VER"
 		return 0
@@ -208,7 +208,7 @@ prepare_sid() {
 	local kver pkgver dl
 
 	tb5_banner "kernels: sid"
-	tb5_install_deps debootstrap
+	tb5_install_deps "${TB5_DEPS_KERNEL[@]}"
 	if is_ready sid && [[ -z $(sid_missing) ]]; then
 		echo "cached: $TB5_K_VER"
 		return 0
@@ -280,7 +280,7 @@ main() {
 	exec 9>"$TB5_KCACHE/.lock"
 	flock -n 9 || { echo "waiting for another ci/kernels.sh ($TB5_KCACHE/.lock)"; flock 9; }
 	rm -rf "$TB5_KCACHE"/dl.*
-	tb5_install_deps xz-utils kmod
+	tb5_install_deps "${TB5_DEPS_KERNEL[@]}"
 	MIRROR=$(tb5_mirror)
 	echo "mirror: $MIRROR, cache: $TB5_KCACHE"
 

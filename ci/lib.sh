@@ -7,23 +7,54 @@
 TB5_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TB5_JOBS=$(nproc)
 
+# Every package a script installs is in one of these lists, and every
+# program a script runs on the host comes from a package of a list it
+# installs (or from Debian's essential and required set, which every system
+# has): ci/host-tools-audit.py checks both, with the map ci/host-tools.tsv.
+#
 # What the build needs (ci/main.sh), and what the whole test suite adds on top
 # (ci/test.sh): clang with its libFuzzer and sanitizer runtimes, the
-# headers of Debian's kernel to build the core with Kbuild, and gnuplot and
-# xmllint for tb5-perf --plot's tests.
+# headers of Debian's kernel to build the core with Kbuild, gnuplot and
+# xmllint for tb5-perf --plot's tests, shellcheck for the GPU scripts'
+# check, shfmt for the host-tools audit.
 TB5_DEPS_BUILD=(build-essential cmake ninja-build pkg-config
 		googletest libgtest-dev libgmock-dev libbenchmark-dev
 		libcli11-dev nlohmann-json3-dev libmicrohttpd-dev libyaml-cpp-dev
 		go-md2man python3)
 # shellcheck disable=SC2034  # used by ci/test.sh
 TB5_DEPS_TEST=("${TB5_DEPS_BUILD[@]}" clang libclang-rt-14-dev linux-headers-amd64
-		sparse socat curl openssl prometheus man-db gnuplot-nox libxml2-utils)
-# What the packages need (ci/package.sh, ci/package-install.sh): CPack's DEB
-# helpers, rpmbuild, the linters, an apt repository, a Debian 12 made with
-# debootstrap, its disk image, QEMU.
+		sparse socat curl openssl prometheus man-db gnuplot-nox libxml2-utils
+		shellcheck shfmt procps)
+# What the packages need (ci/package.sh, ci/release.sh,
+# ci/package-install.sh): CPack's DEB helpers, rpmbuild, the linters, a
+# signed apt repository, a Debian 12 made with debootstrap, its disk image,
+# QEMU, modinfo (kmod) for the installed module, man for its pages.
 # shellcheck disable=SC2034  # used by ci/package.sh and ci/package-install.sh
 TB5_DEPS_PACKAGE=(dpkg-dev debhelper file rpm lintian rpmlint apt-utils debootstrap
-		e2fsprogs zstd qemu-system-x86 gnupg python3)
+		e2fsprogs zstd qemu-system-x86 gnupg gpgv python3 kmod man-db)
+# The signed dnf repository and the rpm install tests (ci/release.sh --rpm,
+# ci/rpm-install.sh).
+# shellcheck disable=SC2034  # used by ci/release.sh and ci/rpm-install.sh
+TB5_DEPS_RPM=(rpm createrepo-c zstd debootstrap e2fsprogs)
+# The kernels, DKMS builds and VMs of ci/kernel-tests.sh (ci/kernels.sh,
+# ci/dkms-build.sh, ci/vm/run.sh): Debian 12's headers, Kbuild of the
+# backports kernel (gcc-12, pahole), a sid chroot, the VMs' initramfs.
+# shellcheck disable=SC2034  # used by the kernel scripts
+TB5_DEPS_KERNEL=(build-essential cmake ninja-build linux-headers-amd64 gcc-12 make
+		pahole libelf1 libssl3 debootstrap dkms kmod xz-utils zstd openssl
+		qemu-system-x86 busybox-static cpio binutils)
+# The Debian source package (ci/deb-source.sh): its Build-Depends and the
+# linters; with --autopkgtest, autopkgtest and its QEMU machine testbed.
+# shellcheck disable=SC2034  # used by ci/deb-source.sh
+TB5_DEPS_DEBSRC=(build-essential debhelper dh-dkms cmake ninja-build pkg-config libcli11-dev
+		nlohmann-json3-dev libmicrohttpd-dev libyaml-cpp-dev libcrypt-dev go-md2man
+		python3 man-db dpkg-dev lintian)
+# shellcheck disable=SC2034  # used by ci/deb-source.sh
+TB5_DEPS_AUTOPKGTEST=(autopkgtest zstd qemu-system-x86 qemu-utils e2fsprogs)
+# The fresh system that ci/fresh-system.sh runs the main job in: its minbase
+# Debian 12 (cached as a zstd tarball) and the clone of the checkout.
+# shellcheck disable=SC2034  # used by ci/fresh-system.sh
+TB5_DEPS_FRESH=(debootstrap zstd git)
 
 tb5_banner() {
 	printf '\n==== %s ====\n' "$*"

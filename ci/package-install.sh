@@ -344,7 +344,7 @@ check_installed() {
 check_man_pages() {
 	local page out
 
-	tb5_install_deps man-db
+	tb5_install_deps "${TB5_DEPS_PACKAGE[@]}"
 	for page in man1/tb5-selftest.1.gz man1/tb5-perf.1.gz man8/tb5-exporter.8.gz man4/tb5.4.gz; do
 		[[ -f $ROOT/usr/share/man/$page ]] || tb5_die "no /usr/share/man/$page in the installed system"
 		out=$(LC_ALL=C.UTF-8 MANROFFSEQ="" MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 -Z "$ROOT/usr/share/man/$page" 2>&1 >/dev/null) ||

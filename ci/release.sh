@@ -169,7 +169,7 @@ make_rpm_repo() {
 
 	compgen -G "$RPMS/*-$V-*.rpm" >/dev/null ||
 		tb5_die "no rpms of tb5 $V in $RPMS: run ci/package.sh rpm first"
-	tb5_install_deps rpm createrepo-c
+	tb5_install_deps "${TB5_DEPS_RPM[@]}"
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	cp "$RPMS"/*.rpm "$dir/"
@@ -221,7 +221,7 @@ make_rpm_repo() {
 main() {
 	local n d verify
 
-	tb5_install_deps gnupg apt-utils dpkg-dev
+	tb5_install_deps "${TB5_DEPS_PACKAGE[@]}"
 	mkdir -p "$OUT"
 	make_key
 	rm -rf "$REPO"

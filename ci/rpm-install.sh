@@ -283,8 +283,7 @@ main() {
 	local start=$SECONDS dnf=0 more=()
 	[[ ${1:-} != --dnf ]] || { dnf=1; more=(dnf); }
 	((EUID == 0)) || tb5_die "run as root"
-	tb5_install_deps rpm zstd debootstrap e2fsprogs
-	((dnf == 0)) || tb5_install_deps createrepo-c
+	tb5_install_deps "${TB5_DEPS_RPM[@]}"
 	[[ -n $(find "$RPMS" -name '*.rpm' 2>/dev/null) ]] ||
 		tb5_die "no rpms in $RPMS: run ci/package.sh rpm first"
 	[[ -n $(find "$DEBS" -name '*.deb' 2>/dev/null) ]] ||

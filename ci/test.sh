@@ -7,6 +7,9 @@
 # stages passed.
 #
 #   - build dependencies (apt-get, skipped when all are installed)
+#   - the host-tools audit (ci/host-tools-audit.py): every program the
+#     scripts run on the host comes from a package that a deps list of
+#     ci/lib.sh installs on the way there, or from the essential set
 #   - kernel constraints: each dkms/core/*.c (and dkms/tb/*.c, the tb
 #     backend's portable part) compiled alone with gcc,
 #     freestanding, no FP registers, stack frames under 256 bytes, and
@@ -44,7 +47,9 @@
 #     systemd, the rule reaching existing nodes, a changed ring_size),
 #     purge leaving nothing, and Debian's DKMS autopkgtest
 #   - the main job, ci/main.sh (demo, benchmark, simulator, packages
-#     installed into a fresh system and booted; build/)
+#     installed into a fresh system and booted), run as a new user in a
+#     fresh Debian 12 that has only minbase, git and sudo
+#     (ci/fresh-system.sh): it must install what it needs itself
 #
 # TB5_FUZZ_SECONDS overrides the fuzzing time.
 set -euo pipefail
@@ -129,6 +134,8 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 tb5_stage "build dependencies" tb5_install_deps "${TB5_DEPS_TEST[@]}"
+tb5_stage "host tools: every program the scripts run comes from a package they install (ci/host-tools-audit.py)" \
+	python3 ci/host-tools-audit.py
 tb5_stage "kernel constraints of the core (gcc, freestanding)" kernel_constraints
 tb5_stage "the core as kernel code (Kbuild, W=1)" bash ci/kbuild-core-check.sh
 tb5_stage "public headers alone, as C and as C++" headers_alone
@@ -162,4 +169,5 @@ tb5_stage "signed apt and dnf repositories (ci/release.sh --rpm)" \
 	env TB5_RELEASE_LINT=1 ci/release.sh --rpm
 tb5_stage "packages: install, boot, upgrade, purge, DKMS autopkgtest (ci/package-install.sh --full)" \
 	ci/package-install.sh --full
-tb5_stage "main job (ci/main.sh)" ci/main.sh
+tb5_stage "main job in a fresh Debian 12 (minbase, git, sudo): ci/main.sh as a new user (ci/fresh-system.sh)" \
+	ci/fresh-system.sh ci/main.sh

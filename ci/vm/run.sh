@@ -235,7 +235,7 @@ main() {
 		[[ $magic == "$KVER "* ]] || tb5_die "$KO is built for '${magic%% *}', not $KVER"
 	fi
 
-	tb5_install_deps qemu-system-x86 busybox-static cpio kmod xz-utils zstd binutils
+	tb5_install_deps "${TB5_DEPS_KERNEL[@]}"
 	mkdir -p "$LOGDIR"
 	# <kver>.log for vm-tests.sh, <kver>-<name>.log for another script: a
 	# demo run does not overwrite the tests' log.

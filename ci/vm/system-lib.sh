@@ -111,7 +111,7 @@ tb5_sys_boot() {
 	local vmlinuz=$root/boot/vmlinuz-$kver initrd=$root/boot/initrd.img-$kver
 
 	[[ -f $vmlinuz && -f $initrd ]] || tb5_die "no $vmlinuz or $initrd"
-	tb5_install_deps qemu-system-x86
+	tb5_install_deps "${TB5_DEPS_PACKAGE[@]}"
 	# shellcheck disable=SC2034  # read by tb5_vm_boot (ci/vm/boot-lib.sh)
 	TB5_VM_SHOW=(grep --line-buffered -a -E '^(TB5-|guest:|PASS|FAIL|SKIP|[0-9]+ passed|tb5-|#|  |rpm|Preparing|Updating|Cleaning|Verifying|Installing|dkms)')
 	tb5_vm_qemu

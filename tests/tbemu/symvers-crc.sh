@@ -19,7 +19,7 @@
 # "#SYMVER <name> <crc>" lines that genksyms would print. TBEMU_SYMVERS
 # names the kernel's Module.symvers.
 set -eu
-: "${TBEMU_SYMVERS:?TBEMU_SYMVERS must name the kernel's Module.symvers}"
+: "${TBEMU_SYMVERS:?TBEMU_SYMVERS must name the Module.symvers of the kernel}"
 syms=$(grep -o 'EXPORT_SYMBOL[A-Z_]*[[:space:]]*([[:space:]]*[A-Za-z_][A-Za-z0-9_]*' |
 	sed 's/.*([[:space:]]*//' | sort -u)
 for sym in $syms; do
