@@ -64,20 +64,6 @@ ncclResult_t IrecvV10(void *recv_comm, int n, void **data, size_t *sizes, int *t
 	return Irecv(recv_comm, n, data, sizes, tags, mhandles, request);
 }
 
-ncclResult_t MakeVDeviceV12(int *d, ncclNetVDeviceProps_v12_t *props)
-{
-	if (!props || props->ndevs > NCCL_NET_MAX_DEVS_PER_NIC_V12)
-		return ncclInvalidArgument;
-	return MakeVDevice(d, props->ndevs, props->devs);
-}
-
-ncclResult_t MakeVDeviceV9(int *d, ncclNetVDeviceProps_v9_t *props)
-{
-	if (!props || props->ndevs > NCCL_NET_MAX_DEVS_PER_NIC)
-		return ncclInvalidArgument;
-	return MakeVDevice(d, props->ndevs, props->devs);
-}
-
 ncclResult_t SetNetAttrV12(void *ctx, ncclNetAttr_v12_t *attr)
 {
 	return SetNetAttr(ctx, attr);
@@ -202,28 +188,28 @@ TB5_EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = {
 	kName, InitV11, Devices, GetProperties, ListenV11, ConnectV11, AcceptV7,
 	RegMr, RegMrDmaBuf, DeregMr, IsendV10, IrecvV10, Iflush, Test,
 	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
-	MakeVDeviceV12, Finalize, SetNetAttrV12,
+	nullptr /* makeVDevice: see net.cc */, Finalize, SetNetAttrV12,
 };
 
 TB5_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
 	kName, InitV11, Devices, GetPropertiesAs<ncclNetProperties_v11_t>, ListenV11, ConnectV11, AcceptV7,
 	RegMr, RegMrDmaBuf, DeregMr, IsendV10, IrecvV10, Iflush, Test,
 	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
-	MakeVDeviceV9, Finalize, SetNetAttrV12,
+	nullptr /* makeVDevice */, Finalize, SetNetAttrV12,
 };
 
 TB5_EXPORT const ncclNet_v10_t ncclNetPlugin_v10 = {
 	kName, InitV10, Devices, GetPropertiesAs<ncclNetProperties_v9_t>, Listen, ConnectV10, AcceptV7,
 	RegMr, RegMrDmaBuf, DeregMr, IsendV10, IrecvV10, Iflush, Test,
 	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
-	MakeVDeviceV9,
+	nullptr /* makeVDevice */,
 };
 
 TB5_EXPORT const ncclNet_v9_t ncclNetPlugin_v9 = {
 	kName, InitV7, Devices, GetPropertiesAs<ncclNetProperties_v9_t>, Listen, ConnectV7, AcceptV7,
 	RegMr, RegMrDmaBuf, DeregMr, IsendV9, IrecvV9, Iflush, Test,
 	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
-	MakeVDeviceV9,
+	nullptr /* makeVDevice */,
 };
 
 TB5_EXPORT const ncclNet_v8_t ncclNetPlugin_v8 = {

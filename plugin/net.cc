@@ -9,8 +9,22 @@
 //
 // Connections follow the design brief's mesh routing: a listener listens
 // on every link of its host (a host's cables share one host id), with a
-// random service id that the handle carries; a connector uses the link
-// whose peer is the listener's host, whatever device NCCL named.
+// random service id that the handle carries; a connector uses a link
+// whose peer is the listener's host, whatever device NCCL named: the named
+// device's own link when it reaches that host, else, of the K links that
+// do, the one at the device's index modulo K, so that the channels NCCL
+// spreads over its devices spread over parallel cables too.
+//
+// NCCL is shown one device per link and no makeVDevice. NCCL 2.28 fuses
+// devices within NCCL_NET_MERGE_LEVEL (default PORT) of each other into a
+// virtual NIC, which it assumes reaches every peer at the members' summed
+// speed; a direct-connect link reaches one peer. And where links have no
+// PCI device (loop pairs, the simulator) the fused NIC lands nested inside
+// the members' CPU-attached "nic" node, where NCCL's topology never reads
+// it: the host is left with no NET and every 3- or 4-host job failed with
+// "Could not find NET with id 0" (issue 25; docs/plugin.md has the NCCL
+// source lines). Without makeVDevice NCCL keeps the physical devices at
+// every merge level.
 //
 // Nothing blocks: listen/connect/accept return at once, connect and accept
 // hand back a comm once libtb5 reports the endpoint connected; isend/irecv
@@ -140,7 +154,7 @@ struct Listener {
 	uint64_t service = 0;
 };
 
-// An NCCL device: one link, or a virtual device over several.
+// An NCCL device: one link.
 struct NetDev {
 	std::string name;
 	std::string pci_path;		// empty: no PCI device (loop, simulator)
@@ -153,7 +167,7 @@ struct Global {
 	int inits = 0;
 	bool listed = false;
 	std::vector<tb5_link_info> links;	// as listed at the first init
-	std::vector<NetDev> devs;		// links first, then virtual devices
+	std::vector<NetDev> devs;		// one per link
 	std::map<std::string, std::unique_ptr<Device>> open;
 	std::set<Comm *> connecting;		// attempts a handle may name
 	// Connects waiting for a link to come up, by (host, service): since when.
@@ -582,30 +596,54 @@ uint64_t LocalHost()
 	return host;
 }
 
-// The link that reaches @host now (@preferred when it is one of those): its
-// name, or "" (with *pending set when a link is still coming up and might
-// turn out to be the one).
-std::string RouteTo(uint64_t host, const std::string &preferred, bool *pending)
+// The link that reaches @host now: @preferred when it is one of those,
+// else the (@dev mod K)-th of the K that do, in listing order (parallel
+// cables to one peer share the channels NCCL spreads over its devices).
+// Its name, or "" (with *pending set when a link is still coming up and
+// might turn out to be the one).
+std::string RouteTo(uint64_t host, const std::string &preferred, int dev, bool *pending)
 {
 	*pending = false;
 	tb5_link_info *links = nullptr;
 	size_t n = 0;
 	if (tb5_list_links(&links, &n) < 0)
 		return {};
-	std::string best;
+	std::vector<std::string> reach;
 	for (size_t i = 0; i < n; i++) {
 		const tb5_link_info &l = links[i];
 		if (l.state != TB5_LINK_STATE_READY) {
 			*pending = true;
 			continue;
 		}
-		if (l.peer_host != host)
-			continue;
-		if (best.empty() || preferred == l.name)
-			best = l.name;
+		if (l.peer_host == host)
+			reach.emplace_back(l.name);
 	}
 	tb5_free_link_list(links);
-	return best;
+	if (reach.empty())
+		return {};
+	if (std::find(reach.begin(), reach.end(), preferred) != reach.end())
+		return preferred;
+	return reach[(size_t)std::max(dev, 0) % reach.size()];
+}
+
+// NCCL's NIC-fusion settings do nothing here (no makeVDevice): say so
+// once, so that an operator who set them knows why.
+void NoteMergeSettings()
+{
+	static std::once_flag once;
+	std::call_once(once, [] {
+		const char *level = std::getenv("NCCL_NET_MERGE_LEVEL");
+		const char *force = std::getenv("NCCL_NET_FORCE_MERGE");
+		if (force && *force)
+			TB5_WARN("NCCL_NET_FORCE_MERGE=%s is ignored: tb5 offers NCCL no "
+				 "virtual devices (each link reaches one peer, and every "
+				 "connection is routed to a cable that reaches its peer, so "
+				 "NCCL's devices need no fusing)", force);
+		if (level && *level)
+			TB5_INFO(NCCL_INIT | NCCL_NET, "NCCL_NET_MERGE_LEVEL=%s has no effect: tb5 "
+				 "offers NCCL no virtual devices; connections are routed "
+				 "by peer", level);
+	});
 }
 
 uint32_t SpeedMbps(const tb5_link_info &l)
@@ -679,6 +717,7 @@ ncclResult_t Init(void **ctx, ncclDebugLogger_t logger)
 {
 	if (logger)
 		g_logger.store(logger, std::memory_order_relaxed);
+	NoteMergeSettings();
 	std::lock_guard lk(g.mu);
 	g.inits++;
 	ListLocked();
@@ -867,7 +906,7 @@ ncclResult_t Connect(int dev, void *handle, void **send_comm)
 		char peer_link[TB5_NAME_MAX + 1] = {};
 		std::memcpy(peer_link, h->link, TB5_NAME_MAX);
 		bool pending = false;
-		std::string route = RouteTo(h->host, dev_name, &pending);
+		std::string route = RouteTo(h->host, dev_name, dev, &pending);
 		if (route.empty()) {
 			// A link still coming up may be the one: try again later,
 			// within the connect timeout (g.waits: since when).
@@ -1249,29 +1288,6 @@ ncclResult_t IrecvConsumed(void *recv_comm, int n, void *request)
 	(void)recv_comm;
 	(void)n;
 	(void)request;
-	return ncclSuccess;
-}
-
-ncclResult_t MakeVDevice(int *d, int ndevs, const int *devs)
-{
-	if (!d || ndevs < 1 || ndevs > kMaxVDevLinks || !devs)
-		return ncclInvalidArgument;
-	std::lock_guard lk(g.mu);
-	NetDev nd;
-	for (int i = 0; i < ndevs; i++) {
-		// Members are physical devices: links come first in g.devs.
-		if (devs[i] < 0 || devs[i] >= (int)g.links.size()) {
-			TB5_WARN("makeVDevice: %d is not a link device", devs[i]);
-			return ncclInvalidArgument;
-		}
-		nd.links.push_back(g.devs[devs[i]].links[0]);
-		nd.name += (i ? "+" : "") + g.devs[devs[i]].name;
-	}
-	nd.pci_path = g.devs[devs[0]].pci_path;
-	nd.guid = g.devs[devs[0]].guid ^ (0x5644ull << 48);	// "VD"
-	g.devs.push_back(std::move(nd));
-	*d = (int)g.devs.size() - 1;
-	TB5_INFO(NCCL_INIT | NCCL_NET, "virtual device %d: %s", *d, g.devs.back().name.c_str());
 	return ncclSuccess;
 }
 

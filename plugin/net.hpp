@@ -45,8 +45,6 @@ ncclResult_t CloseRecv(void *recv_comm);
 ncclResult_t CloseListen(void *listen_comm);
 ncclResult_t GetDeviceMr(void *comm, void *mhandle, void **dptr_mhandle);
 ncclResult_t IrecvConsumed(void *recv_comm, int n, void *request);
-// A virtual device over @ndevs links; *d is its device index.
-ncclResult_t MakeVDevice(int *d, int ndevs, const int *devs);
 ncclResult_t SetNetAttr(void *ctx, const ncclNetAttr_v12_t *attr);
 
 } // namespace tb5net
