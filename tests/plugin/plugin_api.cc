@@ -3,10 +3,12 @@
 // plugin_api.cc - see plugin_api.hpp.
 #include "plugin_api.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <tuple>
 #include <type_traits>
 
 #include <dlfcn.h>
@@ -42,6 +44,12 @@ template <> struct Types<9> { using Net = ncclNet_v9_t; using P = ncclNetPropert
 template <> struct Types<10> { using Net = ncclNet_v10_t; using P = ncclNetProperties_v10_t; };
 template <> struct Types<11> { using Net = ncclNet_v11_t; using P = ncclNetProperties_v11_t; };
 template <> struct Types<12> { using Net = ncclNet_v12_t; using P = ncclNetProperties_v12_t; };
+
+// The argument types of a function pointer type.
+template <typename F> struct FnArgs;
+template <typename R, typename... A> struct FnArgs<R (*)(A...)> {
+	using type = std::tuple<A...>;
+};
 
 template <int V> class ApiV final : public Api {
 	using Net = typename Types<V>::Net;
@@ -94,9 +102,38 @@ public:
 		out->max_recvs = p.maxRecvs;
 		if constexpr (V >= 9) {
 			out->vdevs = p.vProps.ndevs;
+			out->vdev_list.assign(p.vProps.devs,
+					      p.vProps.devs + std::max(0, std::min(p.vProps.ndevs,
+										  (int)(sizeof(p.vProps.devs) /
+											sizeof(int)))));
 			out->max_p2p = p.maxP2pBytes;
 		}
 		return r;
+	}
+	bool HasMakeVDevice() override
+	{
+		if constexpr (V >= 9)
+			return t_->makeVDevice != nullptr;
+		else
+			return false;
+	}
+	ncclResult_t MakeVDevice(int *d, const std::vector<int> &devs) override
+	{
+		if constexpr (V >= 9) {
+			if (!t_->makeVDevice)
+				return ncclInternalError;
+			using VP = std::remove_pointer_t<std::tuple_element_t<
+				1, typename FnArgs<decltype(t_->makeVDevice)>::type>>;
+			VP vp{};
+			vp.ndevs = (int)devs.size();
+			for (size_t i = 0; i < devs.size() && i < sizeof(vp.devs) / sizeof(int); i++)
+				vp.devs[i] = devs[i];
+			return t_->makeVDevice(d, &vp);
+		} else {
+			(void)d;
+			(void)devs;
+			return ncclInternalError;
+		}
 	}
 	ncclResult_t Listen(void *ctx, int dev, void *handle, void **lc) override
 	{

@@ -27,6 +27,7 @@ struct Props {
 	int max_comms = 0;
 	int max_recvs = 0;
 	int vdevs = -1;			// v9+: vProps.ndevs
+	std::vector<int> vdev_list;	// v9+: vProps.devs[0 .. ndevs-1]
 	size_t max_p2p = 0;		// v9+
 };
 
@@ -55,6 +56,10 @@ public:
 	virtual ncclResult_t CloseSend(void *sc) = 0;
 	virtual ncclResult_t CloseRecv(void *rc) = 0;
 	virtual ncclResult_t CloseListen(void *lc) = 0;
+	// v9+: whether the table offers makeVDevice (NCCL then fuses
+	// devices into virtual NICs), and the call itself.
+	virtual bool HasMakeVDevice() = 0;
+	virtual ncclResult_t MakeVDevice(int *d, const std::vector<int> &devs) = 0;
 
 protected:
 	int version_ = 0;

@@ -26,8 +26,10 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <dlfcn.h>
@@ -36,12 +38,14 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "live_counters.hpp"
 #include "nccl_net_abi.h"
+#include "nccl_topo_model.hpp"
 #include "oob_channel.hpp"
 #include "plugin_api.hpp"
 
@@ -1271,6 +1275,322 @@ TEST_P(PluginMesh, FourProcessesOneCableMissingFailsAtConnect)
 	RunMesh("hosts=4,loop=0,uncabled=0-3", 0, 3);
 }
 
+// One rank of a job NCCL 2.28.3 runs with its defaults (or with
+// NCCL_NET_MERGE_LEVEL=@level), one rank per host of an @n-host fabric:
+// the rank builds its host's topology as NCCL does (ModelNcclTopo: the
+// devices, their properties, makeVDevice and which NETs the host then
+// has), then for each of @nch channels listens and connects on the NET
+// device that NCCL gives that channel, to and from every peer. Every
+// connection must be on a cable that reaches its peer (the plugin's log:
+// "connecting to host <peer> ... over sim_h<peer>[c<k>]"), the @cables
+// cables to each peer must all carry a connection when there are enough
+// channels, and each connection carries a message, every byte checked.
+// Then every cable this rank sends on must have sent at least a quarter
+// of the mean (the plugin's live counters, in this rank's TB5_LIVE_DIR).
+// Returns 0, or the step that failed (its reason on stderr).
+int NcclRank(int version, int rank, int n, const std::vector<Channel *> &ch,
+	     const std::string &level, int nch, int cables, double timeout_s)
+{
+	ClearLog();
+	std::string why;
+	auto l = Library::Open(PluginPath(), &why);
+	if (!l)
+		return 10;
+	auto x = l->Get(version);
+	void *c = nullptr;
+	if (!x || x->Init(&c))
+		return 11;
+	NcclTopo topo = ModelNcclTopo(*x, NcclMergeLevel(level));
+	if (!topo.ok) {
+		std::string log;
+		for (auto &s : topo.log)
+			log += "; " + s;
+		fprintf(stderr, "rank %d (NCCL_NET_MERGE_LEVEL=%s): NCCL would fail: %s%s\n", rank,
+			level.empty() ? "(unset)" : level.c_str(), topo.error.c_str(), log.c_str());
+		return 40;
+	}
+	auto t0 = Clock::now();
+	auto late = [&] { return Clock::now() - t0 > std::chrono::duration<double>(timeout_s); };
+	using H = std::array<char, NCCL_NET_HANDLE_MAXSIZE>;
+	// [channel][peer]
+	std::vector<std::vector<void *>> lc(nch, std::vector<void *>(n)), sc = lc, rc = lc,
+					 smh = lc, rmh = lc;
+	std::vector<std::vector<H>> mine(nch, std::vector<H>(n)), theirs = mine;
+	for (int k = 0; k < nch; k++)
+		for (int p = 0; p < n; p++) {
+			if (p == rank)
+				continue;
+			mine[k][p] = {};
+			if (x->Listen(c, NcclChannelNet(topo, k), mine[k][p].data(), &lc[k][p]) ||
+			    !ch[p]->Send(mine[k][p].data(), mine[k][p].size()))
+				return 13;
+		}
+	for (int k = 0; k < nch; k++)
+		for (int p = 0; p < n; p++)
+			if (p != rank && !ch[p]->Recv(theirs[k][p].data(), sizeof(H), timeout_s))
+				return 14;
+	for (bool all = false; !all;) {
+		all = true;
+		for (int k = 0; k < nch; k++)
+			for (int p = 0; p < n; p++) {
+				if (p == rank)
+					continue;
+				int dev = NcclChannelNet(topo, k);
+				if (!sc[k][p] && x->Connect(c, dev, theirs[k][p].data(), &sc[k][p])) {
+					fprintf(stderr, "rank %d: connect to rank %d on device %d failed%s\n",
+						rank, p, dev, LastLog().c_str());
+					return 15;
+				}
+				if (!rc[k][p] && x->Accept(lc[k][p], &rc[k][p]))
+					return 16;
+				all = all && sc[k][p] && rc[k][p];
+			}
+		if (late())
+			return 17;
+	}
+	// Which cable each connection took, from the plugin's own log.
+	auto u64_at = [](const H &h, size_t off) {
+		uint64_t v = 0;
+		std::memcpy(&v, h.data() + off, sizeof(v));
+		return v;
+	};
+	std::vector<std::set<std::string>> used(n);
+	for (int k = 0; k < nch; k++)
+		for (int p = 0; p < n; p++) {
+			if (p == rank)
+				continue;
+			char key[96];
+			snprintf(key, sizeof(key), "connecting to host %#llx service %#llx over ",
+				 (unsigned long long)u64_at(theirs[k][p], 8),
+				 (unsigned long long)u64_at(theirs[k][p], 16));
+			std::string link;
+			for (auto &line : LogLines())
+				if (line.find(key) != std::string::npos)
+					link = line.substr(line.find(key) + strlen(key));
+			const std::string want = "sim_h" + std::to_string(p);
+			bool ok = link == want || (link.rfind(want + "c", 0) == 0 &&
+						   link.size() > want.size() + 1 &&
+						   isdigit((unsigned char)link[want.size() + 1]));
+			if (!ok) {
+				fprintf(stderr, "rank %d: channel %d's connection to rank %d went over "
+					"'%s', not a cable to that host\n", rank, k, p, link.c_str());
+				return 42;
+			}
+			used[p].insert(link);
+		}
+	for (int p = 0; p < n; p++)
+		if (p != rank && (int)used[p].size() < std::min(cables, nch)) {
+			fprintf(stderr, "rank %d: %zu of the %d cables to rank %d carry a connection\n",
+				rank, used[p].size(), cables, p);
+			return 43;
+		}
+	const size_t len = 256 << 10;
+	std::vector<std::unique_ptr<Buffer>> bufs;
+	auto seed = [n, nch](int from, int to, int k) { return (uint32_t)(((from * n + to) * nch + k) + 7); };
+	std::vector<void *> sreq, rreq;
+	std::vector<std::tuple<int, int, Buffer *>> checks;
+	for (int k = 0; k < nch; k++)
+		for (int p = 0; p < n; p++) {
+			if (p == rank)
+				continue;
+			bufs.push_back(std::make_unique<Buffer>(len));
+			Buffer *sb = bufs.back().get();
+			bufs.push_back(std::make_unique<Buffer>(len));
+			Buffer *rb = bufs.back().get();
+			if (!sb->p || !rb->p || x->RegMr(sc[k][p], sb->p, len, &smh[k][p]) ||
+			    x->RegMr(rc[k][p], rb->p, len, &rmh[k][p]))
+				return 18;
+			Fill(sb->p, len, seed(rank, p, k));
+			int tag = k;
+			size_t rs = len;
+			void *d = rb->p, *rq = nullptr, *sq = nullptr;
+			while (!rq)
+				if (x->Irecv(rc[k][p], 1, &d, &rs, &tag, &rmh[k][p], &rq) || late())
+					return 20;
+			while (!sq)
+				if (x->Isend(sc[k][p], sb->p, len, tag, smh[k][p], &sq) || late())
+					return 21;
+			sreq.push_back(sq);
+			rreq.push_back(rq);
+			checks.emplace_back(p, k, rb);
+		}
+	for (bool done = false; !done;) {
+		done = true;
+		for (size_t i = 0; i < sreq.size(); i++) {
+			int d = 0, got = -1;
+			if (sreq[i] && x->Test(sreq[i], &d, nullptr))
+				return 22;
+			if (d)
+				sreq[i] = nullptr;
+			d = 0;
+			if (rreq[i] && x->Test(rreq[i], &d, &got))
+				return 23;
+			if (d) {
+				rreq[i] = nullptr;
+				auto [p, k, rb] = checks[i];
+				if ((size_t)got != len || Check(rb->p, len, seed(p, rank, k)) != -1)
+					return 24;
+			}
+			done = done && !sreq[i] && !rreq[i];
+		}
+		if (late())
+			return 25;
+	}
+	// Bytes per cable, from the plugin's live counters: every cable this
+	// rank sent on carries at least a quarter of the mean.
+	tb5::live::Snapshot snap = tb5::live::ReadAll();
+	uint64_t total = 0;
+	int ncables = 0;
+	for (auto &lk : snap.links) {
+		total += lk.tx_bytes;
+		ncables++;
+	}
+	if (ncables != (n - 1) * cables) {
+		fprintf(stderr, "rank %d: live counters for %d links, expected %d\n", rank, ncables,
+			(n - 1) * cables);
+		return 44;
+	}
+	for (auto &lk : snap.links)
+		if (lk.tx_bytes * 4 * (uint64_t)ncables < total) {
+			fprintf(stderr, "rank %d: cable %s sent %llu B, under a quarter of the "
+				"mean of %llu B\n", rank, lk.link.c_str(),
+				(unsigned long long)lk.tx_bytes,
+				(unsigned long long)(total / (uint64_t)ncables));
+			return 45;
+		}
+	char byte = 1;
+	for (int p = 0; p < n; p++)
+		if (p != rank && !ch[p]->Send(&byte, 1))
+			return 26;
+	for (int p = 0; p < n; p++)
+		if (p != rank && !ch[p]->Recv(&byte, 1, timeout_s))
+			return 27;
+	for (int k = 0; k < nch; k++)
+		for (int p = 0; p < n; p++) {
+			if (p == rank)
+				continue;
+			if (x->DeregMr(sc[k][p], smh[k][p]) || x->CloseSend(sc[k][p]) ||
+			    x->DeregMr(rc[k][p], rmh[k][p]) || x->CloseRecv(rc[k][p]) ||
+			    x->CloseListen(lc[k][p]))
+				return 28;
+		}
+	if (x->Finalize(c))
+		return 29;
+	return 0;
+}
+
+// @n processes, one per host of a fabric of @opts, each running @rank_fn
+// with a pipe to every other; this process only waits, and kills what has
+// not ended in 60 s, so that nothing can hang the run. Each rank publishes
+// its live counters in a directory of its own.
+void RunRanks(int n, const std::string &opts,
+	      const std::function<int(int, const std::vector<Channel *> &)> &rank_fn)
+{
+	UseFabric(opts);
+	const std::string sim = std::getenv("TB5_SIM");
+	std::string live_dir = UseLiveDir();
+	std::vector<std::array<int, 2>> fds(n * n);	// [i * n + j], i < j
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+					     fds[i * n + j].data()), 0);
+	std::vector<pid_t> kids;
+	for (int r = 0; r < n; r++) {
+		pid_t pid = fork();
+		ASSERT_GE(pid, 0);
+		if (pid == 0) {
+			setenv("TB5_SIM", (sim + ",host=" + std::to_string(r)).c_str(), 1);
+			const std::string dir = live_dir + "/rank" + std::to_string(r);
+			if (mkdir(dir.c_str(), 0700))
+				_exit(9);
+			setenv("TB5_LIVE_DIR", dir.c_str(), 1);
+			std::vector<std::unique_ptr<PipeChannel>> own(n);
+			std::vector<Channel *> ch(n);
+			for (int p = 0; p < n; p++) {
+				if (p == r)
+					continue;
+				int fd = r < p ? fds[r * n + p][0] : fds[p * n + r][1];
+				own[p] = std::make_unique<PipeChannel>(fd, fd);
+				ch[p] = own[p].get();
+			}
+			_exit(rank_fn(r, ch));
+		}
+		kids.push_back(pid);
+	}
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++) {
+			close(fds[i * n + j][0]);
+			close(fds[i * n + j][1]);
+		}
+	auto t0 = Clock::now();
+	std::vector<int> status(n, -1);
+	for (int left = n; left > 0;) {
+		for (int r = 0; r < n; r++) {
+			int st = 0;
+			if (kids[r] > 0 && waitpid(kids[r], &st, WNOHANG) == kids[r]) {
+				status[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+				kids[r] = 0;
+				left--;
+			}
+		}
+		if (left && Clock::now() - t0 > std::chrono::seconds(60)) {
+			for (int r = 0; r < n; r++)
+				if (kids[r] > 0) {
+					kill(kids[r], SIGKILL);
+					waitpid(kids[r], nullptr, 0);
+					ADD_FAILURE() << "rank " << r << " still running after 60 s: killed";
+				}
+			break;
+		}
+		usleep(10000);
+	}
+	for (int r = 0; r < n; r++)
+		EXPECT_EQ(status[r], 0) << "rank " << r << ": the step that failed (see NcclRank)";
+	(void)!system(("rm -rf '" + live_dir + "'").c_str());
+}
+
+// Issue 25: NCCL 2.28.3 with its defaults on a mesh of 3 and 4 hosts, and
+// with each NCCL_NET_MERGE_LEVEL an operator may set; with cables=2, both
+// cables to each peer carry connections. Versions v9+ (those with
+// makeVDevice in their table) are where NCCL fuses devices; v7 and v8 run
+// the same replay.
+class PluginNccl : public ::testing::TestWithParam<int> {
+protected:
+	void Run(int n, const std::string &opts, const std::string &level, int nch, int cables)
+	{
+		if (RemoteRole() || KernelBackend())
+			GTEST_SKIP() << "simulator hosts in this process's children";
+		SCOPED_TRACE("hosts " + std::to_string(n) + ", " + opts + ", NCCL_NET_MERGE_LEVEL=" +
+			     (level.empty() ? "(unset)" : level));
+		RunRanks(n, "hosts=" + std::to_string(n) + ",loop=0" + opts,
+			 [&](int r, const std::vector<Channel *> &ch) {
+				 return NcclRank(GetParam(), r, n, ch, level, nch, cables, 30);
+			 });
+	}
+};
+
+TEST_P(PluginNccl, ThreeHostsNcclDefaults)
+{
+	Run(3, "", "", 4, 1);
+}
+
+TEST_P(PluginNccl, FourHostsNcclDefaults)
+{
+	Run(4, "", "", 4, 1);
+}
+
+TEST_P(PluginNccl, FourHostsEveryMergeLevel)
+{
+	for (const char *level : {"LOC", "PORT", "PIX", "PXB", "PHB", "SYS"})
+		Run(4, "", level, 3, 1);
+}
+
+TEST_P(PluginNccl, TwoCablesToEachPeerBothCarry)
+{
+	Run(2, ",cables=2", "", 4, 2);
+	Run(3, ",cables=2", "", 4, 2);
+}
+
 // One rank on each of two hosts of the emulated fabric, over the kernel's
 // tb links (tests/kernel/vm-tests-fabric.sh runs it on both):
 // TB5_PLUGIN_TEST_REMOTE (a or b) is this host's role and
@@ -1302,4 +1622,5 @@ TEST_P(PluginRemote, TwoHosts)
 INSTANTIATE_TEST_SUITE_P(Abi, PluginVersion, ::testing::Range(7, 13), VersionName);
 INSTANTIATE_TEST_SUITE_P(Abi, PluginProcesses, ::testing::Range(7, 13), VersionName);
 INSTANTIATE_TEST_SUITE_P(Abi, PluginMesh, ::testing::Range(7, 13), VersionName);
+INSTANTIATE_TEST_SUITE_P(Abi, PluginNccl, ::testing::Range(7, 13), VersionName);
 INSTANTIATE_TEST_SUITE_P(Abi, PluginRemote, ::testing::Range(7, 13), VersionName);
