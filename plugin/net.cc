@@ -266,6 +266,18 @@ std::string PciPath(const tb5_link_info &l)
 
 void LogStats(Device *d);
 
+// The link's live counters when it closes, one line, so that a job's
+// bytes per cable outlive the live-counter file (tests/gpu reads them).
+void LogTotals(Device *d)
+{
+	if (!d->live)
+		return;
+	TB5_INFO(NCCL_NET, "link %s closed: %llu B sent in %llu ops, %llu B received in %llu ops, "
+		 "%llu errors", d->name.c_str(), (unsigned long long)d->live->tx_bytes,
+		 (unsigned long long)d->live->tx_ops, (unsigned long long)d->live->rx_bytes,
+		 (unsigned long long)d->live->rx_ops, (unsigned long long)d->live->errors);
+}
+
 // Open (or share) the tb5 device of a link. g.mu held.
 Device *AcquireLocked(const std::string &name)
 {
@@ -311,6 +323,7 @@ Device *Acquire(const std::string &name)
 void Global::CloseLinks()
 {
 	for (auto &[name, d] : open) {
+		LogTotals(d.get());
 		LogStats(d.get());
 		if (d->dev)
 			tb5_close(d->dev);
@@ -332,6 +345,7 @@ void ReleaseLocked(Device *d)
 	RetryDeferredLocked(d);
 	if (--d->refs > 0)
 		return;
+	LogTotals(d);
 	LogStats(d);
 	// tb5_close frees what is still registered.
 	tb5_close(d->dev);

@@ -248,6 +248,13 @@ routes_of() {
     -e 's/.*NET\/TB5.*accepted a connection on ([^ ]+).*/accept on \1/p' "$1" 2>/dev/null || true
 }
 
+# cable_totals LOG: "<link> <bytes sent> <bytes received>" for each link
+# the plugin closed (its "link <name> closed: <n> B sent ..., <n> B
+# received" lines: the live counters at the end of the job).
+cable_totals() {
+  sed -nE 's/.*NET\/TB5.*link ([^ ]+) closed: ([0-9]+) B sent in [0-9]+ ops, ([0-9]+) B received.*/\1 \2 \3/p' "$1" 2>/dev/null || true
+}
+
 # channel_counts LOG: "<all> <tb5>": NCCL's channel lines ("Channel ... via
 # X") in LOG, and how many of them are via NET/TB5.
 channel_counts() {

@@ -164,6 +164,22 @@ run_transport() {
       problems+=("rank $r's NCCL log has '$(grep -Eom1 "$forbid_re" "$log")'")
     fi
   done
+  if [[ $label == tb5* ]]; then
+    # Bytes per cable, per rank (the plugin's live counters when each link
+    # closed), and whether every cable carried a quarter of the mean.
+    local totals=$out/$label.cables.txt
+    : >"$totals"
+    for ((r = 0; r < nranks; r++)); do
+      cable_totals "$out/$label.rank$r.nccl.log" | sed "s/^/rank$r /" >>"$totals"
+    done
+    if [[ -s $totals ]]; then
+      echo "bytes per cable (rank link sent received), $totals:"
+      sed 's/^/    /' "$totals"
+      summary+=("INFO  $label: $(awk '{ n++; s += $3; if (n == 1 || $3 < m) m = $3 }
+        END { printf "%d cables; sent per cable min %.0f B, mean %.0f B: %s", n, m, s / n,
+          (m * 4 >= s / n) ? "every cable at least a quarter of the mean" : "a cable under a quarter of the mean" }' "$totals")")
+    fi
+  fi
   local took=$((SECONDS - start))
   if ((${#problems[@]} == 0)); then
     summary+=("PASS  $label ($title): $rows rows verified, NCCL logs show '$want_re' on every rank, ${took} s")

@@ -131,7 +131,9 @@ check_run() {
   local st=1
   ((got == want)) && grep -q '^# nccl_check: PASS' "$stdout" && st=0
   verdict "$st" "$name: $got of $want (collective, size) checks verified on all $n ranks"
-  grep -h 'MISMATCH\|HANG\|error' "$out/$name"*.out 2>/dev/null | head -5 | sed 's/^/      /' || true
+  # (sed reads to the end: under pipefail a head that exits early would
+  # kill grep with SIGPIPE)
+  grep -h 'MISMATCH\|HANG\|error' "$out/$name"*.out 2>/dev/null | sed -n '1,5s/^/      /p' || true
 
   local bad_n
   bad_n=$(grep -vc "\"nranks\":$n," "$out/$name.jsonl" || true)
@@ -154,7 +156,11 @@ check_run() {
       while read -r a; do echo "${log##*/}: $a"; done <<<"$routes" >>"$out/$name.routes.txt"
     fi
     log_has "$log" 'Loaded net plugin TB5|Using network TB5' && ok_load=$((ok_load + 1))
-    grep -E 'NET/TB5' "$log" | grep -vq 'via NET/TB5' && ok_plugin=$((ok_plugin + 1))
+    # Counted, not grep -q: under pipefail a grep -q that stops at the
+    # first match kills the first grep with SIGPIPE on a large log, and
+    # the pipeline reads as "no such line".
+    a=$(grep -E 'NET/TB5' "$log" | grep -vc 'via NET/TB5' || true)
+    ((${a:-0} > 0)) && ok_plugin=$((ok_plugin + 1))
     if log_has "$log" 'via NET/Socket|Using network Socket|via SHM|via P2P'; then
       bad=$((bad + 1))
       grep -Em3 'via NET/Socket|Using network Socket|via SHM|via P2P' "$log" | sed 's/^/      /'
@@ -166,6 +172,33 @@ check_run() {
   verdict $((ok_via == nlogs ? 0 : 1)) "$name: channels 'via NET/TB5' in $ok_via of $nlogs NCCL logs"
   verdict $((ch_all > 0 && ch_all == ch_tb5 ? 0 : 1)) "$name: $ch_tb5 of $ch_all channel lines 'via NET/TB5'"
   verdict $((nroutes > 0 ? 0 : 1)) "$name: the plugin logged the link of $nroutes connections ($name.routes.txt)"
+  if [[ $name == mp ]]; then
+    # Every connection on a cable that reaches its peer. Each rank's
+    # slot in the fabric is the one its device list lacks ("NET/TB5 : 3
+    # devices: sim_h0 sim_h1 sim_h3" is slot 2), its host id the one its
+    # listeners name ("listening on ..., host <id>"); a connection to
+    # that host id must go over sim_h<slot> or a parallel cable
+    # sim_h<slot>c<k>.
+    local hostmap=$out/$name.hosts.txt wrong=0 checked=0 devs slot hid
+    : >"$hostmap"
+    for log in "${logs[@]}"; do
+      devs=$(sed -nE 's/.*NET\/TB5 : [0-9]+ devices?: (.*) \(libtb5.*/\1/p' "$log" 2>/dev/null | sed -n '1p')
+      for ((slot = 0; slot < n; slot++)); do
+        [[ " $devs " == *" sim_h$slot "* ]] || break
+      done
+      while read -r hid; do
+        [[ -n $hid ]] && echo "$hid $slot" >>"$hostmap"
+      done < <(sed -nE 's/.*NET\/TB5.*listening on .*host (0x[0-9a-f]+) service.*/\1/p' "$log" 2>/dev/null | sort -u)
+    done
+    read -r checked wrong < <(awk -v map="$hostmap" '
+      BEGIN { while ((getline l < map) > 0) { split(l, f, " "); slot[f[1]] = f[2] } }
+      /connect host/ { h = $4; link = $NF; n++
+        if (!(h in slot) || (link != "sim_h" slot[h] && link !~ ("^sim_h" slot[h] "c[0-9]+$"))) {
+          bad++; print "      wrong cable: " $0 > "/dev/stderr" } }
+      END { print n + 0, bad + 0 }' "$out/$name.routes.txt")
+    verdict $((checked > 0 && wrong == 0 ? 0 : 1)) \
+      "$name: $((checked - wrong)) of $checked connections on the cable that reaches their peer"
+  fi
   if [[ -s $out/$name.routes.txt ]]; then
     # How many connections each link carried, every rank together.
     awk '{ print $NF }' "$out/$name.routes.txt" | sort | uniq -c | sed 's/^ */      /'
