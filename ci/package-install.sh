@@ -325,7 +325,7 @@ check_installed() {
 	[[ $(cd "$ROOT/usr/src" && echo tb5-*) == "tb5-${want%-*}" ]] ||
 		tb5_die "/usr/src holds $(cd "$ROOT/usr/src" && echo tb5-*)"
 	local ko
-	ko=$(find "$ROOT/lib/modules/$KVER/updates/dkms" -name 'tb5.ko*' 2>/dev/null | head -n1)
+	ko=$(find "$ROOT/lib/modules/$KVER/updates/dkms" -name 'tb5.ko*' -print -quit 2>/dev/null)
 	[[ -n $ko ]] || tb5_die "no tb5.ko in /lib/modules/$KVER/updates/dkms"
 	[[ $(modinfo -F version "$ko") == "${want%-*}" ]] ||
 		tb5_die "${ko#"$ROOT"} is version $(modinfo -F version "$ko"), expected ${want%-*}"

@@ -139,8 +139,8 @@ print(lib.tb5_version().decode())' "$f" 2>&1) || true
 	else
 		bad "$dir: no libtb5.so.x.y.z built"
 	fi
-	for f in $(find "$dir" -path "$dir/_CPack_Packages" -prune -o -name 'tb5-selftest.1*' -type f -print 2>/dev/null | head -n1); do
-		if zcat -f "$f" | grep -q "tb5 $V"; then
+	for f in $(find "$dir" -path "$dir/_CPack_Packages" -prune -o -name 'tb5-selftest.1*' -type f -print -quit 2>/dev/null); do
+		if zcat -f "$f" | grep "tb5 $V" >/dev/null; then
 			ok "$f: footer tb5 $V"
 		else
 			bad "$f: footer is not tb5 $V"

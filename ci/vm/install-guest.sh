@@ -64,7 +64,7 @@ exporter() {
 	status=$(systemctl show -p ExecMainStatus --value "$unit")
 	[[ $(systemctl is-active "$unit") == inactive && $result == success && $status == 0 ]] ||
 		fail "after systemctl stop: $(systemctl is-active "$unit"), result $result, status $status"
-	journalctl -u "$unit" -b --no-pager | grep -q 'tb5-exporter: stopped' ||
+	journalctl -u "$unit" -b --no-pager | grep 'tb5-exporter: stopped' >/dev/null ||
 		fail "the exporter did not log its stop"
 	echo "PASS systemctl stop: inactive, result success, exit status 0"
 }

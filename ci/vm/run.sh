@@ -133,7 +133,7 @@ copy_module() {
 # is_static FILE: not a dynamically linked ELF (scripts pass too).
 is_static() {
 	[[ $(head -c4 "$1") != $'\x7fELF' ]] && return 0
-	! readelf -l "$1" 2>/dev/null | grep -q 'program interpreter'
+	! readelf -l "$1" 2>/dev/null | grep 'program interpreter' >/dev/null
 }
 
 # write_vm_env: the environment /init sets up for the test script: which
