@@ -86,7 +86,9 @@ make_root() {
 		echo 'Acquire::Check-Valid-Until "false";' >"$ROOT/etc/apt/apt.conf.d/99host-mirror"
 	fi
 	echo tb5-fresh >"$ROOT/etc/hostname"
-	echo "127.0.1.1 tb5-fresh" >>"$ROOT/etc/hosts"
+	# The chroot shares the host's kernel and so its host name: sudo
+	# looks it up.
+	echo "127.0.1.1 $(uname -n)" >>"$ROOT/etc/hosts"
 	cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
 	chroot "$ROOT" useradd --create-home --shell /bin/bash "$NEW_USER"
 	echo "$NEW_USER ALL=(ALL:ALL) NOPASSWD: ALL" >"$ROOT/etc/sudoers.d/$NEW_USER"

@@ -23,7 +23,7 @@ How it works:
   3. Commands that run somewhere else are dropped by file, with the reason
      (GUEST_FILES, below), and behind `chroot DIR` on a command line.
   4. Each entry point reaches the scripts it names (ci/x.sh, bash FILE,
-     source FILE, and the scripts ctest runs); the deps lists it installs
+     source FILE) and those the build and ctest run (named in a CMake file); the deps lists it installs
      are the TB5_DEPS_* arrays that those scripts pass to tb5_install_deps.
   5. ci/host-tools.tsv maps each command to its Debian package. A command
      missing from the map fails the audit (say which package brings it); a
@@ -347,14 +347,20 @@ def guest_reason(rel):
     return None
 
 
-def ctest_scripts(root):
-    """The shell scripts that ctest runs (add_test ... COMMAND x.sh)."""
-    out = set()
-    for cm in sh("git", "-C", str(root), "ls-files", "*CMakeLists.txt").stdout.split():
+def cmake_scripts(root, scripts):
+    """The shell scripts a CMake file names: (those the build runs, through
+    execute_process or a custom command; those ctest runs, add_test)."""
+    build, tests = set(), set()
+    files = sh("git", "-C", str(root), "ls-files", "*CMakeLists.txt", "*.cmake").stdout.split()
+    for cm in files:
         text = (root / cm).read_text()
-        for m in re.finditer(r"\$\{CMAKE_CURRENT_SOURCE_DIR\}/([\w./-]+\.sh)", text):
-            out.add(str(Path(cm).parent / m.group(1)))
-    return out
+        for m in re.finditer(r"\$\{[A-Za-z_]+\}/([\w./-]+\.sh)\b", text):
+            r = resolve_ref(m.group(1), cm, scripts)
+            if not r:
+                continue
+            calls = re.findall(r"^\s*(\w+)\s*\(", text[:m.start()], re.M)
+            (tests if calls and calls[-1] == "add_test" else build).add(r)
+    return build, tests
 
 
 def resolve_ref(ref, frm, scripts):
@@ -449,7 +455,8 @@ def main():
     names = tracked_scripts(root)
     scripts = {rel: Script(rel, root) for rel in names}
     functions = set().union(*(s.functions for s in scripts.values()))
-    ctest = ctest_scripts(root)
+    # Both entries build the tree: what CMake runs, they run.
+    built, tested = cmake_scripts(root, scripts)
 
     problems = []
     for s in scripts.values():
@@ -462,9 +469,9 @@ def main():
     checked = {}
     for entry in ENTRIES:
         # The scripts the entry reaches, and the lists they install.
-        seen, todo = set(), [entry]
-        if entry == "ci/test.sh":
-            todo += sorted(ctest)
+        seen, todo = set(), [entry] + sorted(built)
+        if entry == "ci/test.sh":      # the only one that runs ctest
+            todo += sorted(tested)
         while todo:
             rel = todo.pop()
             if rel in seen or rel not in scripts or guest_reason(rel):

@@ -28,10 +28,11 @@ TB5_DEPS_TEST=("${TB5_DEPS_BUILD[@]}" clang libclang-rt-14-dev linux-headers-amd
 # What the packages need (ci/package.sh, ci/release.sh,
 # ci/package-install.sh): CPack's DEB helpers, rpmbuild, the linters, a
 # signed apt repository, a Debian 12 made with debootstrap, its disk image,
-# QEMU, modinfo (kmod) for the installed module, man for its pages.
+# QEMU, modinfo (kmod) for the installed module, man for its pages;
+# fakeroot for debhelper's dh_installdeb when not run as root.
 # shellcheck disable=SC2034  # used by ci/package.sh and ci/package-install.sh
-TB5_DEPS_PACKAGE=(dpkg-dev debhelper file rpm lintian rpmlint apt-utils debootstrap
-		e2fsprogs zstd qemu-system-x86 gnupg gpgv python3 kmod man-db)
+TB5_DEPS_PACKAGE=(dpkg-dev debhelper fakeroot file rpm lintian rpmlint apt-utils
+		debootstrap e2fsprogs zstd qemu-system-x86 gnupg gpgv python3 kmod man-db)
 # The signed dnf repository and the rpm install tests (ci/release.sh --rpm,
 # ci/rpm-install.sh).
 # shellcheck disable=SC2034  # used by ci/release.sh and ci/rpm-install.sh
@@ -48,7 +49,7 @@ TB5_DEPS_KERNEL=(build-essential cmake ninja-build linux-headers-amd64 gcc-12 ma
 # shellcheck disable=SC2034  # used by ci/deb-source.sh
 TB5_DEPS_DEBSRC=(build-essential debhelper dh-dkms cmake ninja-build pkg-config libcli11-dev
 		nlohmann-json3-dev libmicrohttpd-dev libyaml-cpp-dev libcrypt-dev go-md2man
-		python3 man-db dpkg-dev lintian)
+		python3 man-db dpkg-dev lintian fakeroot)
 # shellcheck disable=SC2034  # used by ci/deb-source.sh
 TB5_DEPS_AUTOPKGTEST=(autopkgtest zstd qemu-system-x86 qemu-utils e2fsprogs)
 # The fresh system that ci/fresh-system.sh runs the main job in: its minbase

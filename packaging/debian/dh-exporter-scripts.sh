@@ -36,10 +36,18 @@ Description: tb5 metrics exporter for Prometheus
  Scratch package: only its maintainer scripts are used.
 CONTROL
 cp "$unit" "$tmp/debian/tb5-exporter.service"
+# dh_installdeb gives the files to root, as in any package build: a user
+# who is not root runs it under fakeroot, as dpkg-buildpackage does.
+as_root=
+if [ "$(id -u)" -ne 0 ]; then
+	command -v fakeroot >/dev/null ||
+		{ echo "$0: fakeroot not found: dh_installdeb needs it when not run as root (apt install fakeroot)" >&2; exit 1; }
+	as_root=fakeroot
+fi
 # Run inside a debhelper build (the source package's dh_auto_configure),
 # dh's options for that build must not reach the scratch one.
 (cd "$tmp" && env -u DH_INTERNAL_OPTIONS -u DH_OPTIONS dh_installsystemd -ptb5-exporter &&
-	env -u DH_INTERNAL_OPTIONS -u DH_OPTIONS dh_installdeb -ptb5-exporter)
+	env -u DH_INTERNAL_OPTIONS -u DH_OPTIONS $as_root dh_installdeb -ptb5-exporter)
 mkdir -p "$out"
 for s in postinst prerm postrm; do
 	[ -f "$tmp/debian/tb5-exporter/DEBIAN/$s" ] ||
