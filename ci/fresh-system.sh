@@ -114,6 +114,10 @@ run_inside() {
 	# shellcheck disable=SC2016  # the inner shell expands them
 	unshare -m --propagation private -- bash -c '
 		root=$1 kcache=$2 archives=$3 user=$4 cmd=$5
+		# The root a mount point of its own, as a machine'"'"'s / is: the
+		# scripts inside make their own private namespaces (unshare
+		# --propagation private), which needs / to be a mount.
+		mount --bind "$root" "$root"
 		mount -t proc proc "$root/proc"
 		mount -t sysfs sysfs "$root/sys"
 		mount --rbind /dev "$root/dev"
