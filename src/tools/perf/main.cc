@@ -9,6 +9,7 @@
 #include "client.h"
 #include "errors.h"
 #include "launch.h"
+#include "nccl_proxy.h"
 #include "options.h"
 #include "plot.h"
 #include "server.h"
@@ -48,6 +49,8 @@ int main(int argc, char **argv)
 			return RunLoop(opt);
 		case Mode::kSim:
 			return RunSim(opt);
+		case Mode::kNccl:
+			return RunNccl(opt);
 		}
 	} catch (const UsageError &e) {
 		fprintf(stderr, "tb5-perf: %s\n", e.what());

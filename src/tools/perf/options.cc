@@ -23,7 +23,11 @@ const char kDescription[] =
 	"  tb5-perf --loop [tests]                both ends in this process, "
 	"over a loop pair\n"
 	"  tb5-perf --sim [tests]                 a server process and this "
-	"one on a simulated fabric\n\n"
+	"one on a simulated fabric\n"
+	"  tb5-perf --nccl [--plugin PATH]        a 2-rank all_reduce moved as "
+	"NCCL's proxy moves it,\n"
+	"                                         through the NCCL plugin, on "
+	"a simulated fabric\n\n"
 	"Sizes take K, M, G (1024-based); rates are GB/s (1e9 bytes/s).";
 
 uint64_t SizeOption(const std::string &text, const char *name)
@@ -87,7 +91,8 @@ int ParseOptions(int argc, char **argv, Options &out)
 	CLI::App app(kDescription, "tb5-perf");
 	bool server = false, client = false, loop = false, json = false,
 	     csv = false, progress = false, no_progress = false,
-	     no_memcpy = false;
+	     no_memcpy = false, nccl = false;
+	std::string nccl_proto = "simple";
 	std::string service, sizes, bw_sizes, lat_sizes, load_size,
 		max_inflight, memcpy_footprint;
 	std::string memory(MemoryName(out.memory));
@@ -107,6 +112,19 @@ int ParseOptions(int argc, char **argv, Options &out)
 	modes->add_flag("--sim", out.sim, "on a fabric of the simulator of "
 			"its own: a server child process, or with --loop the "
 			"in-process loop pair");
+	modes->add_flag("--nccl", nccl, "a 2-rank ring all_reduce moved "
+			"through the NCCL net plugin as NCCL 2.28's proxy thread "
+			"moves it, on a simulated fabric of its own (--sizes: "
+			"all_reduce sizes, default 1K,64K,256K,1M,4M,16M)");
+	modes->add_option("--plugin", out.plugin, "--nccl: the plugin to load "
+			  "(default libnccl-net-tb5.so on the loader's path)");
+	modes->add_option("--nccl-channels", out.nccl_channels, "--nccl: "
+			  "NCCL channels, a send and a receive connection each "
+			  "(default 2)")
+		->check(CLI::Range(1, 32));
+	modes->add_option("--nccl-proto", nccl_proto, "--nccl: simple, ll or "
+			  "ll128: how NCCL cuts the data into messages (default "
+			  "simple)");
 	modes->add_flag("--list", out.list_links, "list the links and exit");
 	modes->add_flag("--counters", out.counters, "print the live per-link "
 			"counters of running NCCL jobs (the plugin's) and exit");
@@ -202,12 +220,14 @@ int ParseOptions(int argc, char **argv, Options &out)
 	}
 
 	try {
-		const int modes_given = server + client + loop;
+		const int modes_given = server + client + loop + nccl;
 		if (out.list_links || out.counters) {
 			out.mode = Mode::kClient;
 		} else if (modes_given > 1) {
-			throw UsageError("--server, --client and --loop exclude "
-					 "each other");
+			throw UsageError("--server, --client, --loop and --nccl "
+					 "exclude each other");
+		} else if (nccl) {
+			out.mode = Mode::kNccl;
 		} else if (server) {
 			if (out.sim)
 				throw UsageError("--server runs on a link; --sim "
@@ -269,7 +289,17 @@ int ParseOptions(int argc, char **argv, Options &out)
 					 : tests,
 			   out);
 		out.bw_sizes = SizeListOption(bw_sizes, "--bw-sizes", sizes,
-					      "256:256M");
+					      nccl ? "1K,64K,256K,1M,4M,16M" :
+						     "256:256M");
+		if (nccl_proto == "simple")
+			out.nccl_proto = 0;
+		else if (nccl_proto == "ll")
+			out.nccl_proto = 1;
+		else if (nccl_proto == "ll128")
+			out.nccl_proto = 2;
+		else
+			throw UsageError("--nccl-proto: unknown protocol \"" +
+					 nccl_proto + "\" (simple, ll, ll128)");
 		out.lat_sizes = SizeListOption(lat_sizes, "--lat-sizes", sizes,
 					       "8:64K");
 		if (!load_size.empty())

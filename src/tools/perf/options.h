@@ -21,6 +21,7 @@ enum class Mode {
 	kServer,	// --server [--link NAME]: serve clients one after another
 	kLoop,		// --loop: both sides in this process, over a loop pair
 	kSim,		// --sim: a server child process on a simulated fabric
+	kNccl,		// --nccl: NCCL's proxy pattern through the plugin
 };
 
 enum class Format { kTable, kJson, kCsv };
@@ -63,6 +64,11 @@ struct Options {
 	bool quiet = false;		// no table
 	int progress = -1;		// -1: when stderr is a tty
 	double timeout_s = 30;		// no progress for that long is an error
+
+	// --nccl (nccl_proxy.h)
+	std::string plugin = "libnccl-net-tb5.so";	// --plugin
+	uint32_t nccl_channels = 2;	// --nccl-channels
+	uint32_t nccl_proto = 0;	// --nccl-proto: NcclProto
 
 	std::vector<std::string> command;	// argv, for the JSON
 };
