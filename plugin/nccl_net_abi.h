@@ -58,6 +58,7 @@ typedef enum {
 /* Log subsystems (a bit mask); the plugin logs as NCCL_NET and NCCL_INIT. */
 #define NCCL_INIT	1ul
 #define NCCL_NET	16ul
+#define NCCL_TUNING	64ul	/* the tuner's lines */
 #define NCCL_ALL	(~0ul)
 
 typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags,

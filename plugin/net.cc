@@ -38,6 +38,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -184,6 +185,65 @@ struct Global {
 };
 
 Global g;
+
+uint64_t NowNs();
+
+// TB5_NCCL_TRACE=<prefix>: a timeline of the data path (requests posted,
+// completions reaped, requests handed back to NCCL, polls that found
+// something), written to <prefix>.<pid> when the process exits. Off, it
+// costs one load and branch per call.
+struct TraceEvent {
+	uint64_t ns;
+	const void *comm;
+	const void *req;
+	uint64_t bytes;
+	char kind;	// S isend, R irecv, s/r completion, T test done, P poll
+};
+
+struct Trace {
+	std::atomic<size_t> n{0};
+	std::vector<TraceEvent> ev;
+	std::string path;
+	std::atomic<bool> on{false};
+	Trace()
+	{
+		const char *p = std::getenv("TB5_NCCL_TRACE");
+		if (!p || !*p)
+			return;
+		path = std::string(p) + "." + std::to_string(getpid());
+		ev.resize(1u << 20);
+		on.store(true, std::memory_order_relaxed);
+	}
+	~Trace() { Dump(); }
+	void Dump()
+	{
+		if (!on.exchange(false))
+			return;
+		FILE *f = std::fopen(path.c_str(), "w");
+		if (!f)
+			return;
+		size_t cnt = std::min(n.load(), ev.size());
+		std::fprintf(f, "# t_ns kind comm req bytes (S isend, R irecv, s send done, "
+			     "r recv done, T test done, P poll: bytes = completions)\n");
+		for (size_t i = 0; i < cnt; i++)
+			std::fprintf(f, "%llu %c %p %p %llu\n", (unsigned long long)ev[i].ns,
+				     ev[i].kind, ev[i].comm, ev[i].req,
+				     (unsigned long long)ev[i].bytes);
+		std::fclose(f);
+	}
+};
+
+Trace g_trace;
+
+inline void TraceEv(char kind, const void *comm, const void *req, uint64_t bytes)
+{
+	if (!g_trace.on.load(std::memory_order_relaxed)) [[likely]]
+		return;
+	size_t i = g_trace.n.fetch_add(1, std::memory_order_relaxed);
+	if (i < g_trace.ev.size())
+		g_trace.ev[i] = TraceEvent{NowNs(), comm, req, bytes, kind};
+}
+
 
 // ---- helpers -------------------------------------------------------------
 
@@ -380,6 +440,7 @@ void Dispatch(Device *d, const tb5_wc &wc)
 			live::Publisher::Add(&d->live->rx_bytes, wc.bytes);
 		}
 	}
+	TraceEv(wc.kind == TB5_WC_SEND ? 's' : 'r', req->comm, req, wc.bytes);
 	if (wc.status)
 		req->error.store(wc.status, std::memory_order_relaxed);
 	req->pending.fetch_sub(1, std::memory_order_release);
@@ -463,6 +524,7 @@ void Progress(Device *d)
 		n = Poll(d, wc, 64);
 		if (n <= 0)
 			break;
+		TraceEv('P', d, nullptr, (uint64_t)n);
 		for (int i = 0; i < n; i++)
 			Dispatch(d, wc[i]);
 		if (n < 64)
@@ -1144,6 +1206,7 @@ ncclResult_t Isend(void *send_comm, void *data, size_t size, int tag,
 			 tb5_strerror(r), LastError());
 		return FromErrno(r);
 	}
+	TraceEv('S', c, req, size);
 	*request = req;
 	return ncclSuccess;
 }
@@ -1186,6 +1249,7 @@ ncclResult_t Irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 			 LastError());
 		return FromErrno(r);
 	}
+	TraceEv('R', c, req, sizes[0]);
 	*request = req;
 	return ncclSuccess;
 }
@@ -1242,6 +1306,7 @@ ncclResult_t Test(void *request, int *done, int *sizes)
 		for (int i = 0; i < req->n; i++)
 			sizes[i] = (int)std::min<uint64_t>(req->bytes[i], INT_MAX);
 	int n = req->n;
+	TraceEv('T', c, req, req->bytes[0]);
 	PutRequest(req);
 	*done = 1;
 	if (err) {
