@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+//
+// tuner.cc - the tb5 tuner: NCCL 2.28 looks for a tuner plugin in the net
+// plugin's library when NCCL_TUNER_PLUGIN names none (src/plugin/tuner.cc,
+// ncclGetNetPluginLib), and finds ncclTunerPlugin_v4 here.
+//
+// What it changes: for a job whose collectives go through the network
+// (more than one node, or one node with NCCL's P2P and SHM transports off,
+// as the GPU tests run), collectives of TB5_NCCL_TUNER_SIMPLE_MIN bytes or
+// more (default 64 KiB) use NCCL's Simple protocol: LL and LL128 entries
+// of NCCL's cost table are priced out, NCCL still picks the algorithm
+// (ring, tree) among the Simple ones. LL doubles the bytes on the wire (a
+// flag beside every 8 bytes) and LL128 adds 1/15, and with host-memory
+// buffers the proxy posts a step only once the whole step's flags are in
+// (src/transport/net.cc sendProxyProgress): a store-and-forward of 64 KiB
+// (LL) or 600 KiB (LL128) steps that NCCL's cost model, fed only the
+// link's speed, does not see. Below the threshold NCCL's own choice
+// stands (LL's latency wins for small messages). TB5_NCCL_TUNER=0 turns
+// it off; NCCL_TUNER_PLUGIN=none does too, NCCL_PROTO overrides it.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "log.hpp"
+#include "nccl_net_abi.h"
+
+namespace {
+
+// NCCL 2.28's tuner ABI, version 4 (ext-tuner/: tuner.h), written from
+// its documentation: the cost table is float[algorithms][protocols],
+// NCCL_ALGO_PROTO_IGNORE (-1.0) for combinations NCCL will not use.
+enum {
+	kFuncBroadcast = 0,
+	kFuncReduce = 1,
+	kFuncAllGather = 2,
+	kFuncReduceScatter = 3,
+	kFuncAllReduce = 4,
+};
+constexpr int kProtoLl = 0;
+constexpr int kProtoLl128 = 1;
+constexpr int kProtoSimple = 2;
+constexpr int kNumProtocols = 3;
+constexpr float kIgnore = -1.0f;
+
+struct Tuner {
+	bool net = false;	// collectives go through the network
+	uint64_t simple_min = 64 << 10;
+};
+
+long EnvNum(const char *name, long def)
+{
+	const char *v = std::getenv(name);
+	if (!v || !*v)
+		return def;
+	char *end = nullptr;
+	long x = std::strtol(v, &end, 0);
+	return end && !*end && x >= 0 ? x : def;
+}
+
+bool EnvIs(const char *name, const char *value)
+{
+	const char *v = std::getenv(name);
+	return v && !std::strcmp(v, value);
+}
+
+ncclResult_t Init(size_t nranks, size_t nnodes, ncclDebugLogger_t logger, void **ctx)
+{
+	if (!ctx)
+		return ncclInvalidArgument;
+	if (logger)
+		tb5net::g_logger.store(logger, std::memory_order_relaxed);
+	auto *t = new (std::nothrow) Tuner;
+	if (!t)
+		return ncclSystemError;
+	const bool on = EnvNum("TB5_NCCL_TUNER", 1) != 0;
+	t->simple_min = (uint64_t)EnvNum("TB5_NCCL_TUNER_SIMPLE_MIN", (long)t->simple_min);
+	// One node talks through NVLink or shared memory unless both are off.
+	t->net = on && nranks > 1 &&
+		 (nnodes > 1 || (EnvIs("NCCL_P2P_DISABLE", "1") && EnvIs("NCCL_SHM_DISABLE", "1")));
+	TB5_INFO(NCCL_INIT | NCCL_TUNING, "tuner: %zu ranks on %zu node%s: %s", nranks, nnodes,
+		 nnodes == 1 ? "" : "s",
+		 !on ? "off (TB5_NCCL_TUNER=0)" :
+		 t->net ? "collectives of TB5_NCCL_TUNER_SIMPLE_MIN bytes or more use Simple" :
+			  "no network between the ranks, NCCL's choices stand");
+	if (t->net)
+		TB5_INFO(NCCL_INIT | NCCL_TUNING, "tuner: Simple from %llu bytes",
+			 (unsigned long long)t->simple_min);
+	*ctx = t;
+	return ncclSuccess;
+}
+
+ncclResult_t GetCollInfo(void *ctx, int coll, size_t bytes, int pipe_ops, float **table,
+			 int nalgo, int nproto, int reg_buff, int *nchannels)
+{
+	(void)pipe_ops;
+	(void)reg_buff;
+	(void)nchannels;
+	auto *t = static_cast<Tuner *>(ctx);
+	if (!t || !t->net || !table || bytes < t->simple_min || nproto < kNumProtocols)
+		return ncclSuccess;
+	if (coll != kFuncAllReduce && coll != kFuncAllGather && coll != kFuncReduceScatter &&
+	    coll != kFuncBroadcast && coll != kFuncReduce)
+		return ncclSuccess;
+	auto *cost = reinterpret_cast<float(*)[kNumProtocols]>(table);
+	bool simple = false;
+	for (int a = 0; a < nalgo; a++)
+		simple |= cost[a][kProtoSimple] != kIgnore;
+	if (!simple)
+		return ncclSuccess;	// Simple not possible here: leave it
+	for (int a = 0; a < nalgo; a++)
+		for (int p : {kProtoLl, kProtoLl128})
+			if (cost[a][p] != kIgnore)
+				cost[a][p] = 1e12f;
+	return ncclSuccess;
+}
+
+ncclResult_t Destroy(void *ctx)
+{
+	delete static_cast<Tuner *>(ctx);
+	return ncclSuccess;
+}
+
+} // namespace
+
+typedef struct {
+	const char *name;
+	ncclResult_t (*init)(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
+			     void **context);
+	ncclResult_t (*getCollInfo)(void *context, int collType, size_t nBytes, int numPipeOps,
+				    float **collCostTable, int numAlgo, int numProto, int regBuff,
+				    int *nChannels);
+	ncclResult_t (*destroy)(void *context);
+} tb5TunerV4;
+
+extern "C" __attribute__((visibility("default"))) const tb5TunerV4 ncclTunerPlugin_v4 = {
+	"TB5", Init, GetCollInfo, Destroy,
+};
