@@ -694,8 +694,8 @@ int RunNccl(const Options &opt)
 			_exit(kExitFailed);
 		close(sv[0]);
 		SetSim(fabric, opt, 1);
-		fflush(nullptr);
-		_exit(RunRank1(opt, sv[1]));
+		// exit(), not _exit(): the plugin's trace is written at exit.
+		exit(RunRank1(opt, sv[1]));
 	}
 	close(sv[1]);
 	struct Reaper {

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+//
+// test_tuner.cc - the tuner the plugin ships (plugin/tuner.cc), loaded as
+// NCCL 2.28 loads it: dlopen() the net plugin, dlsym ncclTunerPlugin_v4,
+// then init / getCollInfo on a cost table / destroy.
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include <cstddef>
+#include <string>
+
+#include "nccl_net_abi.h"
+#include "plugin_api.hpp"
+
+namespace {
+
+constexpr int kAlgos = 7, kProtos = 3;	// NCCL 2.28: ring = 1; LL, LL128, Simple
+constexpr int kRing = 1, kLl = 0, kLl128 = 1, kSimple = 2;
+
+struct TunerV4 {
+	const char *name;
+	ncclResult_t (*init)(size_t, size_t, ncclDebugLogger_t, void **);
+	ncclResult_t (*getCollInfo)(void *, int, size_t, int, float **, int, int, int, int *);
+	ncclResult_t (*destroy)(void *);
+};
+
+class Tuner : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		so_ = dlopen(tb5plugintest::PluginPath().c_str(), RTLD_NOW | RTLD_LOCAL);
+		ASSERT_NE(so_, nullptr) << dlerror();
+		t_ = static_cast<const TunerV4 *>(dlsym(so_, "ncclTunerPlugin_v4"));
+		ASSERT_NE(t_, nullptr);
+		unsetenv("TB5_NCCL_TUNER");
+		unsetenv("TB5_NCCL_TUNER_SIMPLE_MIN");
+		unsetenv("NCCL_P2P_DISABLE");
+		unsetenv("NCCL_SHM_DISABLE");
+	}
+	void TearDown() override
+	{
+		if (so_)
+			dlclose(so_);
+	}
+	// The table after getCollInfo for an all_reduce of @bytes.
+	void Run(size_t nranks, size_t nnodes, size_t bytes, float (&cost)[kAlgos][kProtos])
+	{
+		for (auto &a : cost)
+			for (float &c : a)
+				c = 10.0f;
+		cost[0][kLl128] = -1.0f;	// NCCL_ALGO_PROTO_IGNORE stays so
+		void *ctx = nullptr;
+		ASSERT_EQ(t_->init(nranks, nnodes, nullptr, &ctx), ncclSuccess);
+		int nch = 4;
+		ASSERT_EQ(t_->getCollInfo(ctx, 4 /* all_reduce */, bytes, 1,
+					  reinterpret_cast<float **>(cost), kAlgos, kProtos, 0,
+					  &nch), ncclSuccess);
+		EXPECT_EQ(nch, 4);
+		ASSERT_EQ(t_->destroy(ctx), ncclSuccess);
+	}
+	void *so_ = nullptr;
+	const TunerV4 *t_ = nullptr;
+};
+
+TEST_F(Tuner, NetworkJobsUseSimpleFrom64K)
+{
+	EXPECT_STREQ(t_->name, "TB5");
+	float cost[kAlgos][kProtos];
+	Run(2, 2, 256 << 10, cost);
+	EXPECT_EQ(cost[kRing][kSimple], 10.0f);
+	EXPECT_GT(cost[kRing][kLl], 1e9f);
+	EXPECT_GT(cost[kRing][kLl128], 1e9f);
+	EXPECT_EQ(cost[0][kLl128], -1.0f);
+	Run(2, 2, 32 << 10, cost);	// below the threshold: NCCL's choice
+	EXPECT_EQ(cost[kRing][kLl], 10.0f);
+}
+
+TEST_F(Tuner, OneNodeOnlyWithP2pAndShmOff)
+{
+	float cost[kAlgos][kProtos];
+	Run(2, 1, 1 << 20, cost);	// NVLink or SHM carry it: untouched
+	EXPECT_EQ(cost[kRing][kLl], 10.0f);
+	setenv("NCCL_P2P_DISABLE", "1", 1);
+	setenv("NCCL_SHM_DISABLE", "1", 1);
+	Run(2, 1, 1 << 20, cost);
+	EXPECT_GT(cost[kRing][kLl], 1e9f);
+}
+
+TEST_F(Tuner, Settings)
+{
+	float cost[kAlgos][kProtos];
+	setenv("TB5_NCCL_TUNER", "0", 1);
+	Run(2, 2, 1 << 20, cost);
+	EXPECT_EQ(cost[kRing][kLl], 10.0f);
+	unsetenv("TB5_NCCL_TUNER");
+	setenv("TB5_NCCL_TUNER_SIMPLE_MIN", "4096", 1);
+	Run(2, 2, 8192, cost);
+	EXPECT_GT(cost[kRing][kLl], 1e9f);
+}
+
+} // namespace
