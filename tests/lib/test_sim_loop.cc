@@ -384,6 +384,8 @@ TEST(SimConfig, BadSettingsAreRefusedWithAReason)
 	EXPECT_EQ(child_list_links("x:delay_us=20000", &msg), EINVAL);
 	EXPECT_NE(msg.find("delay_us"), std::string::npos) << msg;
 	EXPECT_EQ(child_list_links("x:usb4=2", &msg), EINVAL);
+	EXPECT_EQ(child_list_links("x:copy_min=8", &msg), EINVAL);
+	EXPECT_NE(msg.find("copy_min"), std::string::npos) << msg;
 	for (const char *bad : {"x:hosts=4,uncabled=0", "x:hosts=4,uncabled=1-1",
 				"x:hosts=4,uncabled=0-16", "x:hosts=4,uncabled=a-b",
 				"x:hosts=4,uncabled=0-3-1", "x:hosts=4,uncabled="}) {

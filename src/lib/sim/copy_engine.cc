@@ -113,9 +113,9 @@ void CopyBatch::add(void *dst, const void *src, size_t len, bool nt)
 void CopyBatch::cut_ready(size_t added)
 {
 	unchunked_ += added;
-	while (unchunked_ >= CopyEngine::kChunk &&
+	while (unchunked_ >= engine_->chunk() &&
 	       chunks_.size() < chunks_.capacity())
-		cut(CopyEngine::kChunk);
+		cut(engine_->chunk());
 }
 
 // Makes the next @len unchunked bytes a chunk workers may take.
@@ -153,11 +153,13 @@ void CopyBatch::clear()
 
 // --- CopyEngine ---
 
-void CopyEngine::configure(uint32_t workers)
+void CopyEngine::configure(uint32_t workers, size_t parallel_min)
 {
 	std::lock_guard lk(life_mu_);
 
 	want_ = std::min(workers, kMaxWorkers);
+	parallel_min_ = std::max<size_t>(parallel_min, 16u << 10);
+	chunk_ = std::clamp<size_t>(parallel_min_ / 4, 4u << 10, kChunk);
 }
 
 void CopyEngine::acquire()
@@ -361,7 +363,7 @@ void CopyEngine::run(CopyBatch &b)
 {
 	uint32_t n;
 
-	if (b.bytes_ >= kParallelMin && usable(n))
+	if (b.bytes_ >= parallel_min_ && usable(n))
 		open(b);
 	if (!b.engine_) {	// small, or no workers: all ours
 		bool nt = false;
@@ -375,7 +377,7 @@ void CopyEngine::run(CopyBatch &b)
 	}
 	// The rest in chunks, then close it and copy with the workers.
 	while (b.unchunked_ && b.chunks_.size() < b.chunks_.capacity())
-		b.cut(std::min(b.unchunked_, kChunk));
+		b.cut(std::min(b.unchunked_, chunk_));
 	b.closed_.store(true, std::memory_order_release);
 	bool nt = take_chunks(b);
 

@@ -103,17 +103,21 @@ private:
 
 class CopyEngine {
 public:
-	// Batches from this size on are split across threads.
+	// Batches from this size on are split across threads (the default;
+	// TB5_SIM copy_min= sets it per process).
 	static constexpr size_t kParallelMin = 256u << 10;
-	// The unit of work a thread takes at a time.
+	// The unit of work a thread takes at a time (at most; a quarter of
+	// a smaller parallel_min()).
 	static constexpr size_t kChunk = 64u << 10;
 	// How long an idle worker spins before it sleeps.
 	static constexpr uint64_t kSpinNs = 50'000;
 	static constexpr uint32_t kMaxWorkers = 64;
 
 	// Workers the pool runs while in use (0: none, every copy inline).
-	void configure(uint32_t workers);
+	void configure(uint32_t workers, size_t parallel_min = kParallelMin);
 	uint32_t configured() const { return want_; }
+	size_t parallel_min() const { return parallel_min_; }
+	size_t chunk() const { return chunk_; }
 	// The first user starts the workers, the last one stops them.
 	void acquire();
 	void release();
@@ -136,6 +140,8 @@ private:
 
 	std::mutex life_mu_;		// start and stop
 	uint32_t want_ = 0;
+	size_t parallel_min_ = kParallelMin;
+	size_t chunk_ = kChunk;
 	uint32_t users_ = 0;
 	std::atomic<pid_t> pid_{ 0 };	// the process the threads belong to
 	std::atomic<uint32_t> nworkers_{ 0 };	// slots that may have a thread

@@ -187,10 +187,16 @@ int parse_config(const std::string &spec, Config &out)
 					    "threads, 0 (none) to %u", v.c_str(),
 					    kMaxCopy);
 			c.copy = int(n);
+		} else if (k == "copy_min") {
+			if (!parse_uint(v, 65536, n) || n < 16)
+				return fail(-EINVAL, "TB5_SIM: copy_min=%s: KiB from "
+					    "which a copy batch is shared with the copy "
+					    "workers, 16 to 65536", v.c_str());
+			c.copy_min_kib = uint32_t(n);
 		} else {
 			return fail(-EINVAL, "TB5_SIM: unknown key \"%s\" (known: "
 				    "hosts, uncabled, cables, host, loop, ring, rate, delay_us, usb4, "
-				    "copy)", k.c_str());
+				    "copy, copy_min)", k.c_str());
 		}
 	}
 	if (c.host >= 0 && uint32_t(c.host) >= c.hosts && c.hosts_given)

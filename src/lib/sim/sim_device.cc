@@ -102,7 +102,8 @@ int Host::init(const Config &cfg)
 	if (ret)
 		return ret;
 	pid = getpid();
-	engine.configure(cfg.copy >= 0 ? uint32_t(cfg.copy) : default_copy_workers());
+	engine.configure(cfg.copy >= 0 ? uint32_t(cfg.copy) : default_copy_workers(),
+			 size_t(cfg.copy_min_kib) << 10);
 	CopyEngine *eng = engine.configured() ? &engine : nullptr;
 	const WireClock wire(cfg.rate_mbps, cfg.delay_ns, cfg.usb4);
 	uint32_t index = 0;

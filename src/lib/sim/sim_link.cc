@@ -586,7 +586,9 @@ uint32_t SimLink::progress(uint32_t budget)
 	if (rx_ring_) {
 		uint32_t n = rx_due(budget);
 		// Too few frames to be worth sharing: copied as they come.
-		bool batch = engine_ && n >= kParallelFrames;
+		// (RX batches of fewer frames cannot reach the engine's
+		// parallel size.)
+		bool batch = engine_ && n >= engine_->parallel_min() / TB5_FRAME_MAX;
 
 		if (batch) {
 			t_rx_batch = this;

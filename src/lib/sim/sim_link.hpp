@@ -25,7 +25,7 @@
 //     copied at once (their bytes live only during tx()); a frame with no
 //     copy pending ahead of it that ends its burst (a small message, a
 //     control frame) goes out at once, as without the engine.
-//   - RX: while progress() feeds a batch of at least kParallelFrames
+//   - RX: while progress() feeds a batch of at least the engine's parallel size
 //     frames to the core, the core's copy_to() calls are collected and its
 //     completions and events held back, in order; finish_rx() makes the
 //     copies, then delivers them, then the ring's descriptors are given
@@ -119,9 +119,6 @@ private:
 
 	// Frames staged (engine): their copies run at most this many at once.
 	static constexpr uint32_t kStageFrames = 256;
-	// RX batches of fewer frames cannot reach the engine's parallel size.
-	static constexpr uint32_t kParallelFrames =
-		uint32_t(CopyEngine::kParallelMin / TB5_FRAME_MAX);
 
 	struct Pending {
 		uint8_t sof, eof;
