@@ -132,21 +132,25 @@ run_inside() {
 	' _ "$ROOT" "$TB5_KCACHE" "$ARCHIVES" "$NEW_USER" "$cmd"
 }
 
-main() {
-	local rc=0
+# The command's status, kept for main (tb5_timed records the time, not it).
+INSIDE_RC=0
+run_command() {
+	run_inside "$@" || INSIDE_RC=$?
+}
 
+main() {
 	(($# > 0)) || set -- ci/main.sh
 	tb5_install_deps "${TB5_DEPS_FRESH[@]}"
 	mkdir -p "$WORK"
 	tb5_timed "minbase Debian 12 with ${NEW_USER_PKGS[*]} (debootstrap, cached)" make_base
 	tb5_timed "fresh system: unpacked, the new user, a clone of the checkout" make_root
-	tb5_timed "in the fresh system, as $NEW_USER: $*" run_inside "$@" || rc=$?
+	tb5_timed "in the fresh system, as $NEW_USER: $*" run_command "$@"
 	if [[ ${TB5_FRESH_KEEP:-0} != 1 ]]; then
 		rm -rf "$ROOT"
 	fi
 	tb5_banner "fresh-system.sh: summary"
 	printf '%s\n' "${TB5_STEP_TIMES[@]}"
-	((rc == 0)) || tb5_die "'$*' failed in the fresh system (exit $rc)"
+	((INSIDE_RC == 0)) || tb5_die "'$*' failed in the fresh system (exit $INSIDE_RC)"
 	echo "fresh-system.sh: '$*' passed in a fresh Debian 12 (minbase + ${NEW_USER_PKGS[*]})"
 }
 
