@@ -249,7 +249,7 @@ public:
 	const ncclNetProperties_v11_t &props() const { return props_; }
 
 private:
-	void RunOne(uint64_t bytes, bool verify);
+	void RunOps(uint64_t ops, bool verify, std::vector<uint64_t> *ends);
 	void Prepare(Channel &c, size_t k, bool verify);
 	bool Check(Channel &c, size_t k);
 	void Close();
@@ -354,11 +354,13 @@ void Rank::Close()
 	// The plugin stays loaded: its links are closed; NCCL may unload it.
 }
 
-// The "GPU" fills send slot k: own data (step 0) or own + the peer's
-// step-0 slice just received (step 1, the reduction).
+// The "GPU" fills send slot k (k counts messages over the whole stream of
+// all_reduces): own data (step 0) or own + the peer's step-0 slice just
+// received (step 1, the reduction).
 void Rank::Prepare(Channel &c, size_t k, bool verify)
 {
-	const NcclMsg &m = c.sends[k];
+	const size_t per_op = c.sends.size();
+	const NcclMsg &m = c.sends[k % per_op];
 	char *slot = c.sbuf->c() + (k % shape_.depth) * shape_.slot_bytes;
 	if (m.step == 1) {
 		// The step-0 slice this one reduces: consumed now, its slot freed.
@@ -375,14 +377,14 @@ void Rank::Prepare(Channel &c, size_t k, bool verify)
 	} else if (verify) {
 		memcpy(slot, input_->c() + m.data_off, m.data_len);
 	}
-	while (c.r_free < c.recvs.size() && c.consumed[c.r_free])
+	while (c.r_free < c.consumed.size() && c.consumed[c.r_free])
 		c.r_free++;
 }
 
 // Received message k: the peer's own data (step 0) or the final sum.
 bool Rank::Check(Channel &c, size_t k)
 {
-	const NcclMsg &m = c.recvs[k];
+	const NcclMsg &m = c.recvs[k % c.recvs.size()];
 	auto *got = reinterpret_cast<const uint32_t *>(c.rbuf->c() + (k % shape_.depth) *
 								   shape_.slot_bytes);
 	const uint64_t e0 = m.data_off / 4;
@@ -399,34 +401,44 @@ bool Rank::Check(Channel &c, size_t k)
 	return true;
 }
 
-void Rank::RunOne(uint64_t bytes, bool verify)
+// @ops all_reduces back to back, as an application enqueues them on one
+// stream: the kernel of one starts when the one before has ended on this
+// rank (its last receive consumed, its last send written), while the
+// proxy's receives run ahead into the next one's slots as soon as they
+// are free, as NCCL's step counters run on from op to op. @ends gets each
+// op's end time.
+void Rank::RunOps(uint64_t ops, bool verify, std::vector<uint64_t> *ends)
 {
-	(void)bytes;
 	const uint32_t depth = shape_.depth;
 	const int peer_tag = (int)(1 - rank_), my_tag = (int)rank_;
+	const size_t per_op = ch_[0].sends.size();
+	const size_t total = per_op * ops;
 	for (auto &c : ch_) {
 		c.s_tx = c.s_done = c.r_posted = c.r_recv = c.r_free = 0;
-		c.consumed.assign(c.recvs.size(), 0);
+		c.consumed.assign(total, 0);
 	}
+	ends->clear();
+	uint64_t ended = 0;	// ops whose kernel has ended here
 	const uint64_t t0 = NowNs();
+	uint64_t last = t0;
 	uint32_t append = 0;
 	for (;;) {
 		bool idle = true, all = true;
 		// sendProxyProgress: one action per connection per pass.
 		for (auto &c : ch_) {
-			if (c.s_done == c.sends.size())
+			if (c.s_done == total)
 				continue;
 			all = false;
 			const size_t k = c.s_tx;
-			if (k < c.sends.size() && k < c.s_done + depth &&
-			    (c.sends[k].step == 0 || c.r_recv > k - shape_.slices)) {
+			const NcclMsg *m = k < total ? &c.sends[k % per_op] : nullptr;
+			if (m && k < c.s_done + depth && k / per_op <= ended &&
+			    (m->step == 0 || c.r_recv > k - shape_.slices)) {
 				// The GPU has filled slot k: post it.
 				void *req = nullptr;
 				char *slot = c.sbuf->c() + (k % depth) * shape_.slot_bytes;
-				if (!c.consumed.empty() && (c.sends[k].step == 0 ||
-							    !c.consumed[k - shape_.slices]))
+				if (m->step == 0 || !c.consumed[k - shape_.slices])
 					Prepare(c, k, verify);
-				CheckNccl(net_->isend(c.sc, slot, c.sends[k].wire_len, my_tag, c.smh,
+				CheckNccl(net_->isend(c.sc, slot, m->wire_len, my_tag, c.smh,
 						      nullptr, &req), "isend");
 				if (req) {
 					c.sreq[k % depth] = req;
@@ -449,9 +461,9 @@ void Rank::RunOne(uint64_t bytes, bool verify)
 		// recvProxyProgress: post what can be posted; else test.
 		bool posted = false;
 		for (auto &c : ch_) {
-			if (c.r_recv < c.recvs.size())
+			if (c.r_recv < total)
 				all = false;
-			if (c.r_posted < c.recvs.size() && c.r_posted < c.r_free + depth) {
+			if (c.r_posted < total && c.r_posted < c.r_free + depth) {
 				const size_t k = c.r_posted;
 				void *data = c.rbuf->c() + (k % depth) * shape_.slot_bytes;
 				size_t size = shape_.slot_bytes;
@@ -476,16 +488,16 @@ void Rank::RunOne(uint64_t bytes, bool verify)
 				if (c.r_recv >= c.r_posted)
 					continue;
 				const size_t k = c.r_recv;
+				const NcclMsg &m = c.recvs[k % per_op];
 				int done = 0, sizes[8] = {};
 				cnt_.tests++;
 				CheckNccl(net_->test(c.rreq[k % depth], &done, sizes), "test");
 				if (!done)
 					continue;
 				idle = false;
-				if ((uint64_t)sizes[0] != c.recvs[k].wire_len) {
+				if ((uint64_t)sizes[0] != m.wire_len) {
 					fprintf(stderr, "tb5-perf --nccl: rank %u: received %d bytes, "
-						"wanted %" PRIu64 "\n", rank_, sizes[0],
-						c.recvs[k].wire_len);
+						"wanted %" PRIu64 "\n", rank_, sizes[0], m.wire_len);
 					bad_ = true;
 				}
 				if (verify && !Check(c, k))
@@ -494,11 +506,25 @@ void Rank::RunOne(uint64_t bytes, bool verify)
 				CheckNccl(net_->irecvConsumed(c.rc, 1, c.rreq[k % depth]),
 					  "irecvConsumed");
 				// The final slices are consumed at once (recvCopy).
-				if (c.recvs[k].step == 1)
+				if (m.step == 1)
 					c.consumed[k] = 1;
-				while (c.r_free < c.recvs.size() && c.consumed[c.r_free])
+				while (c.r_free < total && c.consumed[c.r_free])
 					c.r_free++;
 			}
+		}
+		// The kernel of op `ended` ends once every channel has received
+		// and written all of it.
+		while (ended < ops) {
+			const size_t end = (ended + 1) * per_op;
+			bool done = true;
+			for (auto &c : ch_)
+				done &= c.r_recv >= end && c.s_tx >= end;
+			if (!done)
+				break;
+			ended++;
+			const uint64_t now = NowNs();
+			ends->push_back(now - last);
+			last = now;
 		}
 		if (all)
 			break;
@@ -513,7 +539,7 @@ void Rank::RunOne(uint64_t bytes, bool verify)
 		if ((cnt_.passes & 0xfff) == 0) {
 			if (StopRequested())
 				throw Interrupted();
-			if (NowNs() - t0 > (uint64_t)(opt_.timeout_s * 1e9))
+			if (NowNs() - last > (uint64_t)(opt_.timeout_s * 1e9))
 				throw Error("--nccl: an all_reduce made no progress within --timeout");
 		}
 	}
@@ -531,9 +557,10 @@ void Rank::RunSize(uint64_t bytes, nlohmann::json *row)
 	Send(fd_, uint8_t{1});
 	(void)Recv<uint8_t>(fd_);
 	const uint64_t warm = opt_.warmup >= 0 ? (uint64_t)opt_.warmup : 3;
+	std::vector<uint64_t> t;
 	const uint64_t w0 = NowNs();
-	for (uint64_t i = 0; i < warm; i++)
-		RunOne(bytes, opt_.verify);
+	if (warm)
+		RunOps(warm, opt_.verify, &t);
 	uint64_t iters = opt_.iters;
 	if (rank_ == 0) {
 		if (!iters) {
@@ -548,18 +575,13 @@ void Rank::RunSize(uint64_t bytes, nlohmann::json *row)
 	Send(fd_, uint8_t{1});
 	(void)Recv<uint8_t>(fd_);
 	cnt_ = Counters{};
-	std::vector<uint64_t> t(iters);
 	const uint64_t c0 = ProcessCpuNs();
 	const uint64_t s0 = NowNs();
-	for (uint64_t i = 0; i < iters; i++) {
-		const uint64_t a = NowNs();
-		RunOne(bytes, opt_.verify);
-		t[i] = NowNs() - a;
-	}
+	RunOps(iters, opt_.verify, &t);
 	const uint64_t total = NowNs() - s0;
 	const uint64_t cpu = ProcessCpuNs() - c0;
 	std::sort(t.begin(), t.end());
-	const uint64_t p50 = t[t.size() / 2];
+	const uint64_t p50 = t.empty() ? 0 : t[t.size() / 2];
 	struct Result {
 		uint64_t total, p50, cpu, tests, isend_null, irecv_null;
 		uint8_t bad;
@@ -599,6 +621,9 @@ void Rank::RunSize(uint64_t bytes, nlohmann::json *row)
 	r["null_requests"] = cnt_.isend_null + cnt_.irecv_null + other.isend_null +
 			     other.irecv_null;
 	r["cpu_cores"] = (double)(cpu + other.cpu) / (double)slow;
+	// CPU time both processes spent per all_reduce: on a machine shared
+	// with other work, the figure that does not depend on the share.
+	r["cpu_us_per_op"] = (double)(cpu + other.cpu) / (double)iters / 1e3;
 	r["verified"] = opt_.verify && !bad_ && !other.bad;
 	if (bad_ || other.bad)
 		r["failed"] = true;
@@ -746,9 +771,10 @@ int RunNccl(const Options &opt)
 				rate > 0 ? (std::to_string(rate / 8).substr(0, 5) + " GB/s (rate=" +
 					    std::to_string((int)rate) + ")").c_str() :
 					   "- (no rate=)");
-			fprintf(table, "%10s %6s %5s %9s %10s %10s %10s %9s %10s %8s %8s %5s\n",
+			fprintf(table, "%10s %6s %5s %9s %10s %10s %10s %9s %8s %8s %6s %10s %5s\n",
 				"size", "msgs", "iters", "msg max", "time us", "p50 us",
-				"busbw GB/s", "line us", "x line", "tests/op", "cpu", "ok");
+				"busbw GB/s", "line us", "x line", "tests/op", "cores",
+				"cpu us/op", "ok");
 		}
 		for (uint64_t s : opt.bw_sizes) {
 			nlohmann::json row;
@@ -773,7 +799,7 @@ int RunNccl(const Options &opt)
 						 row["x_line"].get<double>());
 				}
 				fprintf(table, "%10s %6zu %5" PRIu64 " %9s %10.1f %10.1f %10.2f %9s "
-					"%10s %8.1f %8.2f %5s\n", Human(s).c_str(),
+					"%8s %8.1f %6.2f %10.1f %5s\n", Human(s).c_str(),
 					row["msgs_per_op"].get<size_t>(),
 					row["iters"].get<uint64_t>(),
 					Human(row["msg_bytes_max"].get<uint64_t>()).c_str(),
@@ -781,6 +807,7 @@ int RunNccl(const Options &opt)
 					row["busbw_gbps"].get<double>(), lt, xl,
 					row["tests_per_op"].get<double>(),
 					row["cpu_cores"].get<double>(),
+					row["cpu_us_per_op"].get<double>(),
 					!ok ? "FAIL" : opt.verify ? "yes" : "-");
 				fflush(table);
 			}
