@@ -164,6 +164,16 @@ struct tb5_link_config {
 	uint64_t host_id;	/* this host, announced to the peer */
 };
 
+/* Why a received frame was dropped or refused (tb5_link_stats.drops). */
+enum tb5_drop_kind {
+	TB5_DROP_MALFORMED = 0,	/* bad header, markers or size */
+	TB5_DROP_UNKNOWN_CONN,	/* no such connection, or not from its peer */
+	TB5_DROP_OUT_OF_WINDOW,	/* outside what this end granted or asked */
+	TB5_DROP_OVERFLOW,	/* no room: the NHI overran, or the reply queue */
+	TB5_DROP_SEQ_GAP,	/* a frame before it is missing */
+	TB5_DROP_KINDS,
+};
+
 struct tb5_link_stats {
 	uint64_t tx_frames;
 	uint64_t tx_bytes;	/* frame bytes, headers included */
@@ -175,6 +185,11 @@ struct tb5_link_stats {
 	uint64_t tx_msgs;	/* sends completed successfully */
 	uint64_t rx_msgs;	/* receives completed successfully */
 	uint64_t peer_resets;	/* link downs and peer restarts */
+	/*
+	 * Every frame dropped or refused, by kind (enum tb5_drop_kind); each
+	 * is also in rx_errors or rx_dropped above.
+	 */
+	uint64_t drops[TB5_DROP_KINDS];
 };
 
 /* The identity a connector needs: returned by tb5_listen_addr(). */
@@ -215,6 +230,12 @@ void tb5_link_tx_done_many(struct tb5_link *link, const uint64_t *cookies,
 			   uint32_t n);
 /* TX ring space became free without a completion: try to transmit. */
 void tb5_link_kick(struct tb5_link *link);
+/*
+ * The backend lost @frames received frames for want of room (its NHI said
+ * so): counted as TB5_DROP_OVERFLOW. What they carried shows up as a
+ * sequence gap once the next frame arrives.
+ */
+void tb5_link_rx_overflow(struct tb5_link *link, uint32_t frames);
 
 enum tb5_link_state tb5_link_state(struct tb5_link *link);
 /* The peer's host id; -ENOTCONN until the peer said hello. */

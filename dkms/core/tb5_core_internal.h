@@ -228,7 +228,9 @@ int tb5_send_header(struct tb5_link *link, const struct tb5_wire_msg *msg,
 void tb5_queue_reply(struct tb5_link *link, uint8_t type, uint32_t dst,
 		     uint32_t src, uint64_t cookie, int32_t status);
 void tb5_pump(struct tb5_link *link);
-void tb5_rx_error(struct tb5_link *link, const char *what);
+void tb5_rx_error(struct tb5_link *link, enum tb5_drop_kind kind,
+		  const char *what);
+void tb5_rx_drop(struct tb5_link *link, enum tb5_drop_kind kind);
 int32_t tb5_sanitize_status(int32_t status, int32_t fallback);
 
 /* tb5_endpoint.c */

@@ -358,7 +358,8 @@ void tb5_rx_connect(struct tb5_link *link, const struct tb5_wire_msg *m)
 	struct tb5_pending_conn *pc;
 
 	if (!m->src) {
-		tb5_rx_error(link, "CONNECT without a source endpoint");
+		tb5_rx_error(link, TB5_DROP_MALFORMED,
+			     "CONNECT without a source endpoint");
 		return;
 	}
 	if (!l || l->listen_cookie != m->u.connect.listen_cookie ||
@@ -379,7 +380,8 @@ void tb5_rx_accept(struct tb5_link *link, const struct tb5_wire_msg *m)
 	struct tb5_ep *ep = tb5_ep_lookup(link, m->dst);
 
 	if (!m->src) {
-		tb5_rx_error(link, "ACCEPT without a source endpoint");
+		tb5_rx_error(link, TB5_DROP_MALFORMED,
+			     "ACCEPT without a source endpoint");
 		return;
 	}
 	if (!ep || ep->closed || ep->state != TB5_EP_CONNECTING ||
@@ -388,7 +390,7 @@ void tb5_rx_accept(struct tb5_link *link, const struct tb5_wire_msg *m)
 		 * Nobody waits for this connection: tell the acceptor, in the
 		 * name of the endpoint it believes it is connected to.
 		 */
-		link->stats.rx_dropped++;
+		tb5_rx_drop(link, TB5_DROP_UNKNOWN_CONN);
 		tb5_queue_reply(link, TB5_WIRE_CLOSE, m->src, m->dst, 0,
 				-ECONNRESET);
 		return;
@@ -405,7 +407,7 @@ void tb5_rx_reject(struct tb5_link *link, const struct tb5_wire_msg *m)
 
 	if (!ep || ep->state != TB5_EP_CONNECTING ||
 	    ep->conn_cookie != m->u.reject.conn_cookie) {
-		link->stats.rx_dropped++;
+		tb5_rx_drop(link, TB5_DROP_UNKNOWN_CONN);
 		return;
 	}
 	tb5_ep_fail(ep, TB5_EP_ERROR,
@@ -418,7 +420,7 @@ void tb5_rx_close(struct tb5_link *link, const struct tb5_wire_msg *m)
 	struct tb5_ep *ep = tb5_ep_lookup(link, m->dst);
 
 	if (!ep || ep->state != TB5_EP_CONNECTED || ep->peer_id != m->src) {
-		link->stats.rx_dropped++;
+		tb5_rx_drop(link, TB5_DROP_UNKNOWN_CONN);
 		return;
 	}
 	tb5_ep_fail(ep, TB5_EP_PEER_CLOSED, -ECONNRESET);

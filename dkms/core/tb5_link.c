@@ -27,11 +27,21 @@ int32_t tb5_sanitize_status(int32_t status, int32_t fallback)
 	return fallback;
 }
 
-void tb5_rx_error(struct tb5_link *link, const char *what)
+/* A frame refused as out of protocol: rx_errors and its kind. */
+void tb5_rx_error(struct tb5_link *link, enum tb5_drop_kind kind,
+		  const char *what)
 {
 	link->stats.rx_errors++;
+	link->stats.drops[kind]++;
 	tb5_os_log(TB5_LOG_DEBUG, "link %llx: dropped frame: %s",
 		   (unsigned long long)link->cfg.host_id, what);
+}
+
+/* A frame dropped without blame (its endpoint is gone): rx_dropped. */
+void tb5_rx_drop(struct tb5_link *link, enum tb5_drop_kind kind)
+{
+	link->stats.rx_dropped++;
+	link->stats.drops[kind]++;
 }
 
 /* Free what the graveyard @dead holds. */
@@ -319,6 +329,7 @@ void tb5_queue_reply(struct tb5_link *link, uint8_t type, uint32_t dst,
 	if (link->reply_count == TB5_REPLIES_MAX) {
 		/* A peer that floods us with requests loses some answers. */
 		link->stats.rx_errors++;
+		link->stats.drops[TB5_DROP_OVERFLOW]++;
 		return;
 	}
 	r = &link->replies[(link->reply_head + link->reply_count) %
@@ -435,7 +446,7 @@ static void rx_header(struct tb5_link *link, uint8_t eof, const void *data,
 	struct tb5_wire_msg m;
 
 	if (tb5_wire_decode(data, len, &m)) {
-		tb5_rx_error(link, "bad header");
+		tb5_rx_error(link, TB5_DROP_MALFORMED, "bad header");
 		return;
 	}
 	if (m.type == TB5_WIRE_DATA) {
@@ -443,7 +454,8 @@ static void rx_header(struct tb5_link *link, uint8_t eof, const void *data,
 		return;
 	}
 	if (eof != TB5_EOF_LAST) {
-		tb5_rx_error(link, "control frame not marked last");
+		tb5_rx_error(link, TB5_DROP_MALFORMED,
+			     "control frame not marked last");
 		return;
 	}
 	switch (m.type) {
@@ -478,30 +490,32 @@ void tb5_link_rx(struct tb5_link *link, uint8_t sof, uint8_t eof,
 	link->stats.rx_frames++;
 	link->stats.rx_bytes += len;
 	if (link->state == TB5_LINK_DOWN) {
-		link->stats.rx_dropped++;
+		tb5_rx_drop(link, TB5_DROP_UNKNOWN_CONN);
 		goto out;
 	}
 	if (!data || !len || len > TB5_FRAME_MAX ||
 	    (eof != TB5_EOF_MORE && eof != TB5_EOF_LAST)) {
-		tb5_rx_error(link, "bad descriptor");
+		tb5_rx_error(link, TB5_DROP_MALFORMED, "bad descriptor");
 		goto out;
 	}
 	if (sof == TB5_SOF_PAYLOAD) {
 		if (link->rxb.active)
 			tb5_rx_payload(link, eof, data, len);
 		else
-			tb5_rx_error(link, "payload outside a burst");
+			tb5_rx_error(link, TB5_DROP_SEQ_GAP,
+				     "payload outside a burst");
 		goto out;
 	}
 	if (link->rxb.active) {
 		/* A header where payload was due: the burst is broken. */
-		tb5_rx_error(link, "burst cut short");
-		tb5_rxb_abandon(link, -EPROTO);
+		tb5_rx_error(link, TB5_DROP_SEQ_GAP, "burst cut short");
+		tb5_rxb_abandon(link, -EBADMSG);
 	}
 	if (sof == TB5_SOF_HEADER)
 		rx_header(link, eof, data, len);
 	else
-		tb5_rx_error(link, "unknown start-of-frame marker");
+		tb5_rx_error(link, TB5_DROP_MALFORMED,
+			     "unknown start-of-frame marker");
 out:
 	tb5_pump(link);
 	tb5_link_unlock(link);
@@ -526,6 +540,14 @@ void tb5_link_tx_done_many(struct tb5_link *link, const uint64_t *cookies,
 		if (cookies[i])
 			tb5_tx_done_cookie(link, cookies[i]);
 	tb5_pump(link);
+	tb5_link_unlock(link);
+}
+
+void tb5_link_rx_overflow(struct tb5_link *link, uint32_t frames)
+{
+	tb5_os_lock(link->lock);
+	link->stats.rx_errors += frames;
+	link->stats.drops[TB5_DROP_OVERFLOW] += frames;
 	tb5_link_unlock(link);
 }
 

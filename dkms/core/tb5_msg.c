@@ -460,11 +460,12 @@ static struct tb5_ep *rx_conn_ep(struct tb5_link *link,
 	struct tb5_ep *ep = tb5_ep_lookup(link, m->dst);
 
 	if (!ep || ep->closed || ep->state != TB5_EP_CONNECTED) {
-		link->stats.rx_dropped++;
+		tb5_rx_drop(link, TB5_DROP_UNKNOWN_CONN);
 		return NULL;
 	}
 	if (ep->peer_id != m->src) {
-		tb5_rx_error(link, "frame from the wrong peer endpoint");
+		tb5_rx_error(link, TB5_DROP_UNKNOWN_CONN,
+			     "frame from the wrong peer endpoint");
 		return NULL;
 	}
 	return ep;
@@ -492,7 +493,8 @@ void tb5_rx_cts(struct tb5_link *link, const struct tb5_wire_msg *m)
 		if (!ep->grants[i].valid)
 			g = &ep->grants[i];
 	if (!g) {
-		tb5_rx_error(link, "more grants than receives");
+		tb5_rx_error(link, TB5_DROP_OUT_OF_WINDOW,
+			     "more grants than receives");
 		return;
 	}
 	g->seq = m->u.cts.seq;
@@ -518,7 +520,8 @@ void tb5_rx_abort(struct tb5_link *link, const struct tb5_wire_msg *m)
 		return;
 	r = granted_recv(ep, m->u.abort.seq);
 	if (!r) {
-		tb5_rx_error(link, "ABORT for no granted receive");
+		tb5_rx_error(link, TB5_DROP_OUT_OF_WINDOW,
+			     "ABORT for no granted receive");
 		return;
 	}
 	complete_recv(ep, r, tb5_sanitize_status(m->u.abort.status, -EPROTO));
@@ -559,7 +562,8 @@ void tb5_rx_data(struct tb5_link *link, const struct tb5_wire_msg *m,
 	struct tb5_recv *r;
 
 	if ((burst != 0) != (eof == TB5_EOF_MORE)) {
-		tb5_rx_error(link, "DATA end marker disagrees with its length");
+		tb5_rx_error(link, TB5_DROP_MALFORMED,
+			     "DATA end marker disagrees with its length");
 		return;
 	}
 	/* Until the header checks out, its payload frames are dropped. */
@@ -574,11 +578,22 @@ void tb5_rx_data(struct tb5_link *link, const struct tb5_wire_msg *m,
 		return;
 	r = granted_recv(ep, m->u.data.seq);
 	if (!r) {
-		tb5_rx_error(link, "DATA for no granted receive");
+		tb5_rx_error(link, TB5_DROP_OUT_OF_WINDOW,
+			     "DATA for no granted receive");
+		return;
+	}
+	if (m->u.data.offset != r->received &&
+	    m->u.data.offset <= m->u.data.msg_len &&
+	    m->u.data.msg_len <= r->len &&
+	    (!r->msg_len_known || m->u.data.msg_len == r->msg_len)) {
+		/* In the window, but not where the last burst ended. */
+		tb5_rx_error(link, TB5_DROP_SEQ_GAP, "DATA skips or repeats bytes");
+		complete_recv(ep, r, -EBADMSG);
 		return;
 	}
 	if (!data_fits(r, m)) {
-		tb5_rx_error(link, "DATA outside the granted receive");
+		tb5_rx_error(link, TB5_DROP_OUT_OF_WINDOW,
+			     "DATA outside the granted receive");
 		complete_recv(ep, r, -EPROTO);
 		return;
 	}
@@ -603,9 +618,17 @@ void tb5_rx_payload(struct tb5_link *link, uint8_t eof, const void *data,
 	uint32_t expect = left < TB5_FRAME_MAX ? (uint32_t)left : TB5_FRAME_MAX;
 	bool last = left == expect;
 
-	if (len != expect || (eof == TB5_EOF_LAST) != last) {
-		tb5_rx_error(link, "payload frame of the wrong size or marker");
+	if (len != expect) {
+		tb5_rx_error(link, TB5_DROP_MALFORMED,
+			     "payload frame of the wrong size");
 		tb5_rxb_abandon(link, -EPROTO);
+		return;
+	}
+	if ((eof == TB5_EOF_LAST) != last) {
+		/* Full-sized, but the burst ends early: frames went missing. */
+		tb5_rx_error(link, TB5_DROP_SEQ_GAP,
+			     "payload frame ends its burst early or late");
+		tb5_rxb_abandon(link, -EBADMSG);
 		return;
 	}
 	if (!link->rxb.discard) {
