@@ -406,7 +406,32 @@ static void ioc_info(struct tb5_ctx *ctx, struct tb5_info *arg)
 	arg->max_frame = TB5_FRAME_MAX;
 	arg->speed_mbps = READ_ONCE(dev->speed_mbps);
 	arg->features = TB5_FEATURE_HOST_MEM | TB5_FEATURE_DMABUF |
-			TB5_FEATURE_WELL_KNOWN | dev->ops->features;
+			TB5_FEATURE_WELL_KNOWN | TB5_FEATURE_STATS |
+			dev->ops->features;
+}
+
+static void ioc_stats(struct tb5_ctx *ctx, struct tb5_stats *arg)
+{
+	struct tb5_link_stats st;
+	int i;
+
+	BUILD_BUG_ON(TB5_UAPI_DROP_KINDS != TB5_DROP_KINDS);
+	BUILD_BUG_ON(TB5_UAPI_DROP_MALFORMED != TB5_DROP_MALFORMED);
+	BUILD_BUG_ON(TB5_UAPI_DROP_UNKNOWN_CONN != TB5_DROP_UNKNOWN_CONN);
+	BUILD_BUG_ON(TB5_UAPI_DROP_OUT_OF_WINDOW != TB5_DROP_OUT_OF_WINDOW);
+	BUILD_BUG_ON(TB5_UAPI_DROP_RING_OVERFLOW != TB5_DROP_OVERFLOW);
+	BUILD_BUG_ON(TB5_UAPI_DROP_SEQ_GAP != TB5_DROP_SEQ_GAP);
+	tb5_link_get_stats(ctx->dev->link, &st);
+	memset(arg, 0, sizeof(*arg));
+	arg->tx_frames = st.tx_frames;
+	arg->tx_bytes = st.tx_bytes;
+	arg->rx_frames = st.rx_frames;
+	arg->rx_bytes = st.rx_bytes;
+	arg->rx_errors = st.rx_errors;
+	arg->rx_dropped = st.rx_dropped;
+	arg->peer_resets = st.peer_resets;
+	for (i = 0; i < TB5_UAPI_DROP_KINDS; i++)
+		arg->drops[i] = st.drops[i];
 }
 
 static void ioc_version(struct tb5_version *arg)
@@ -414,7 +439,8 @@ static void ioc_version(struct tb5_version *arg)
 	memset(arg, 0, sizeof(*arg));
 	arg->abi_version = TB5_ABI_VERSION;
 	arg->features = TB5_FEATURE_HOST_MEM | TB5_FEATURE_DMABUF |
-			TB5_FEATURE_LOOP | TB5_FEATURE_WELL_KNOWN;
+			TB5_FEATURE_LOOP | TB5_FEATURE_WELL_KNOWN |
+			TB5_FEATURE_STATS;
 	if (sscanf(TB5_VERSION_STRING, "%u.%u.%u", &arg->module_major,
 		   &arg->module_minor, &arg->module_patch) != 3)
 		arg->module_major = arg->module_minor = arg->module_patch = 0;
@@ -434,6 +460,7 @@ union tb5_ioc_arg {
 	struct tb5_ep_close ep_close;
 	struct tb5_ep_query ep_query;
 	struct tb5_post post;
+	struct tb5_stats stats;
 };
 
 static long tb5_ioctl(struct file *file, unsigned int cmd, unsigned long uarg)
@@ -457,6 +484,7 @@ static long tb5_ioctl(struct file *file, unsigned int cmd, unsigned long uarg)
 	case TB5_IOC_EP_CLOSE:
 	case TB5_IOC_EP_QUERY:
 	case TB5_IOC_POST:
+	case TB5_IOC_GET_STATS:
 		break;
 	default:
 		return -ENOTTY;
@@ -475,6 +503,10 @@ static long tb5_ioctl(struct file *file, unsigned int cmd, unsigned long uarg)
 		break;
 	case TB5_IOC_GET_INFO:
 		ioc_info(ctx, &arg.info);
+		ret = 0;
+		break;
+	case TB5_IOC_GET_STATS:
+		ioc_stats(ctx, &arg.stats);
 		ret = 0;
 		break;
 	case TB5_IOC_REG_MEM:

@@ -142,6 +142,27 @@ TB5_STAT_ATTR(rx_frames, st.rx_frames);
 TB5_STAT_ATTR(rx_bytes, st.rx_bytes);
 TB5_STAT_ATTR(errors, st.rx_errors);
 
+/* drops/<kind>: received frames dropped or refused, by why. */
+TB5_STAT_ATTR(malformed, st.drops[TB5_DROP_MALFORMED]);
+TB5_STAT_ATTR(unknown_connection, st.drops[TB5_DROP_UNKNOWN_CONN]);
+TB5_STAT_ATTR(out_of_window, st.drops[TB5_DROP_OUT_OF_WINDOW]);
+TB5_STAT_ATTR(ring_overflow, st.drops[TB5_DROP_OVERFLOW]);
+TB5_STAT_ATTR(sequence_gap, st.drops[TB5_DROP_SEQ_GAP]);
+
+static struct attribute *tb5_drops_attrs[] = {
+	&dev_attr_malformed.attr,
+	&dev_attr_unknown_connection.attr,
+	&dev_attr_out_of_window.attr,
+	&dev_attr_ring_overflow.attr,
+	&dev_attr_sequence_gap.attr,
+	NULL,
+};
+
+const struct attribute_group tb5_drops_group = {
+	.name = "drops",
+	.attrs = tb5_drops_attrs,
+};
+
 static ssize_t plugged_show(struct device *d, struct device_attribute *a,
 			    char *buf)
 {
@@ -198,6 +219,7 @@ const struct attribute_group tb5_link_group = {
 
 static const struct attribute_group *tb5_link_groups[] = {
 	&tb5_link_group,
+	&tb5_drops_group,
 	NULL,
 };
 

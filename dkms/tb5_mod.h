@@ -193,6 +193,7 @@ void tb5_dev_mr_detach(struct tb5_dev *dev, struct tb5_mr *mr);
 void tb5_dev_detach_backend(struct tb5_dev *dev);
 extern const struct tb5_link_ops tb5_dev_link_ops;
 extern const struct attribute_group tb5_link_group;
+extern const struct attribute_group tb5_drops_group;
 
 /* tb5_ctx.c */
 extern const struct file_operations tb5_fops;

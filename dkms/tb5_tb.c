@@ -270,6 +270,7 @@ static const struct attribute_group tb5_tb_group = {
 
 static const struct attribute_group *tb5_tb_groups[] = {
 	&tb5_link_group,
+	&tb5_drops_group,
 	&tb5_tb_group,
 	NULL,
 };
@@ -450,10 +451,14 @@ static void tb5_tb_rx_frame(struct tb5_tb_link *tbl, struct ring_frame *frame)
 				DMA_FROM_DEVICE);
 	v = tb5_tb_rx_check(frame->flags, frame->size, frame->eof, &sof, &eof,
 			    &len);
-	if (v == TB5_TB_RX_OK)
+	if (v == TB5_TB_RX_OK) {
 		tb5_link_rx(tbl->dev->link, sof, eof, b->va, len);
-	else
+	} else {
 		atomic64_inc(&tbl->ring_errors);
+		/* The NHI says the frame did not fit: a ring overflow. */
+		if (v == TB5_TB_RX_OVERRUN)
+			tb5_link_rx_overflow(tbl->dev->link, 1);
+	}
 	dma_sync_single_for_device(tbl->dma_dev, b->dma, TB5_FRAME_MAX,
 				   DMA_FROM_DEVICE);
 	/* -ESHUTDOWN: the ring stops; the buffer stays ours. */

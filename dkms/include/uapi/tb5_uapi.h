@@ -49,6 +49,7 @@
 #define TB5_FEATURE_DMABUF	(1u << 1)	/* TB5_IOC_REG_DMABUF */
 #define TB5_FEATURE_LOOP	(1u << 2)	/* this link is a loop pair end */
 #define TB5_FEATURE_WELL_KNOWN	(1u << 3)	/* TB5_LISTEN_WELL_KNOWN */
+#define TB5_FEATURE_STATS	(1u << 4)	/* TB5_IOC_GET_STATS */
 
 /* Limits that user space may rely on for this ABI version. */
 #define TB5_UAPI_FRAME_MAX	4096u		/* bytes per ring frame */
@@ -91,6 +92,32 @@ struct tb5_info {
 	__u32 speed_mbps;	/* out: link speed, 0 when unknown */
 	__u32 features;		/* out: TB5_FEATURE_* valid on this link */
 	__u64 reserved[2];	/* out: 0 */
+};
+
+/* Kinds of received frames dropped or refused (tb5_stats.drops). */
+#define TB5_UAPI_DROP_MALFORMED	0	/* bad header, markers or size */
+#define TB5_UAPI_DROP_UNKNOWN_CONN	1	/* no such connection, or not its peer */
+#define TB5_UAPI_DROP_OUT_OF_WINDOW	2	/* outside what was granted or asked */
+#define TB5_UAPI_DROP_RING_OVERFLOW	3	/* no room: NHI overrun, reply queue full */
+#define TB5_UAPI_DROP_SEQ_GAP	4	/* a frame before it went missing */
+#define TB5_UAPI_DROP_KINDS		5
+
+/*
+ * TB5_IOC_GET_STATS: the link's counters since the link was made (the
+ * same numbers as sysfs). Frames dropped or refused are counted once in
+ * rx_errors (blamed on the peer) or rx_dropped (their endpoint is gone)
+ * and once in drops[] by kind. TB5_FEATURE_STATS says the ioctl exists.
+ */
+struct tb5_stats {
+	__u64 tx_frames;	/* out */
+	__u64 tx_bytes;		/* out: frame bytes, headers included */
+	__u64 rx_frames;	/* out */
+	__u64 rx_bytes;		/* out */
+	__u64 rx_errors;	/* out: frames refused as out of protocol */
+	__u64 rx_dropped;	/* out: frames for endpoints that are gone */
+	__u64 peer_resets;	/* out: link downs and peer restarts */
+	__u64 drops[TB5_UAPI_DROP_KINDS];	/* out: by TB5_UAPI_DROP_* */
+	__u64 reserved[3];	/* out: 0 */
 };
 
 /*
@@ -253,5 +280,6 @@ struct tb5_post {
 #define TB5_IOC_EP_CLOSE	_IOW(TB5_IOC_MAGIC, 0x09, struct tb5_ep_close)
 #define TB5_IOC_EP_QUERY	_IOWR(TB5_IOC_MAGIC, 0x0a, struct tb5_ep_query)
 #define TB5_IOC_POST		_IOWR(TB5_IOC_MAGIC, 0x0b, struct tb5_post)
+#define TB5_IOC_GET_STATS	_IOR(TB5_IOC_MAGIC, 0x0c, struct tb5_stats)
 
 #endif /* TB5_UAPI_H */
