@@ -157,6 +157,13 @@ int tb5_get_counters(tb5_device *dev, struct tb5_counters *counters)
 	return guarded([&] { return dev->counters(counters); });
 }
 
+int tb5_get_drops(tb5_device *dev, struct tb5_drops *drops)
+{
+	if (!dev || !drops)
+		return -EINVAL;
+	return guarded([&] { return dev->drops(drops); });
+}
+
 int tb5_reg_host(tb5_device *dev, void *addr, size_t len, tb5_mr **mr)
 {
 	if (!dev || !mr)

@@ -39,13 +39,56 @@ extern "C" const char *tb5_last_error(void)
 	return tb5::last_error;
 }
 
+extern "C" const char *tb5_drops_describe(const struct tb5_drops *before,
+					  const struct tb5_drops *after,
+					  char *buf, size_t len)
+{
+	static const struct tb5_drops zero = {};
+	struct {
+		uint64_t tb5_drops::*field;
+		const char *what;
+	} const kinds[] = {
+		{ &tb5_drops::sequence_gap, "lost (sequence gap)" },
+		{ &tb5_drops::ring_overflow, "dropped for want of room (ring overflow)" },
+		{ &tb5_drops::malformed, "malformed" },
+		{ &tb5_drops::out_of_window, "outside what was posted (out of window)" },
+		{ &tb5_drops::unknown_connection, "for no open connection (unknown connection)" },
+	};
+	size_t used = 0;
+
+	if (!buf || !len)
+		return buf;
+	buf[0] = '\0';
+	if (!after)
+		return buf;
+	if (!before)
+		before = &zero;
+	for (const auto &k : kinds) {
+		const uint64_t a = after->*k.field, b = before->*k.field;
+		int n;
+
+		if (a <= b || used >= len)
+			continue;
+		n = snprintf(buf + used, len - used, "%s%llu frame%s %s",
+			     used ? ", " : "", (unsigned long long)(a - b),
+			     a - b == 1 ? "" : "s", k.what);
+		if (n > 0)
+			used += static_cast<size_t>(n);
+	}
+	return buf;
+}
+
 extern "C" const char *tb5_strerror(int err)
 {
 	switch (err) {
 	case 0:
 		return "success";
 	case -EPROTO:
-		return "protocol or ABI version mismatch";
+		return "the peer broke the protocol (a malformed frame, or data "
+		       "outside the posted receive: see the link's drop counters)";
+	case -EBADMSG:
+		return "frames of the message were lost on the way (sequence gap: "
+		       "see the link's drop counters)";
 	case -EHOSTUNREACH:
 		return "this link does not reach that host";
 	case -ENOLINK:

@@ -33,6 +33,7 @@ struct tb5_device {
 
 	virtual int query(tb5_link_info *info) = 0;
 	virtual int counters(tb5_counters *c) = 0;
+	virtual int drops(tb5_drops *d) = 0;
 
 	virtual int reg_host(void *addr, size_t len, tb5_mr **mr) = 0;
 	virtual int reg_dmabuf(int fd, uint64_t offset, uint64_t len,

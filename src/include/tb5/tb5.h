@@ -115,6 +115,22 @@ struct tb5_counters {
 	uint64_t reserved[3];
 };
 
+/*
+ * Received frames a link dropped or refused, by why, since the link was
+ * created; tb5_get_drops(). A connection whose receive failed with
+ * -EBADMSG lost frames (sequence_gap; ring_overflow when the receiving
+ * NHI said it had no room); -EPROTO means the peer sent what this end never
+ * asked for (malformed, out_of_window, unknown_connection).
+ */
+struct tb5_drops {
+	uint64_t malformed;		/* bad header, markers or size */
+	uint64_t unknown_connection;	/* for no open connection, or not from its peer */
+	uint64_t out_of_window;		/* data or grants outside what was posted */
+	uint64_t ring_overflow;		/* no room: the NHI overran, or replies queued up */
+	uint64_t sequence_gap;		/* a frame before it went missing */
+	uint64_t reserved[3];
+};
+
 /* The address a connector needs; from tb5_endpoint_address(). */
 struct tb5_address {
 	uint64_t host;			/* the listener's host id */
@@ -187,6 +203,16 @@ TB5_API void tb5_close(tb5_device *dev);
 /* The link's current description. */
 TB5_API int tb5_query(tb5_device *dev, struct tb5_link_info *info);
 TB5_API int tb5_get_counters(tb5_device *dev, struct tb5_counters *counters);
+/* The link's drop counters; -EOPNOTSUPP from a module without them. */
+TB5_API int tb5_get_drops(tb5_device *dev, struct tb5_drops *drops);
+/*
+ * What grew from @before to @after, in an operator's words ("2 frames lost
+ * (sequence gap), 1 malformed frame"), into @buf; "" when nothing did.
+ * @before may be NULL (counts since the link was made). Returns @buf.
+ */
+TB5_API const char *tb5_drops_describe(const struct tb5_drops *before,
+				       const struct tb5_drops *after,
+				       char *buf, size_t len);
 
 /* Register [addr, addr + len) of this process; len > 0. */
 TB5_API int tb5_reg_host(tb5_device *dev, void *addr, size_t len, tb5_mr **mr);

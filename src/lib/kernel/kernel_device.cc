@@ -85,6 +85,7 @@ public:
 
 	int query(tb5_link_info *info) override;
 	int counters(tb5_counters *c) override;
+	int drops(tb5_drops *d) override;
 	int reg_host(void *addr, size_t len, tb5_mr **mr) override;
 	int reg_dmabuf(int fd, uint64_t offset, uint64_t len,
 		       tb5_mr **mr) override;
@@ -242,6 +243,25 @@ int KernelDevice::counters(tb5_counters *c)
 				    dir.c_str(), m.attr);
 		*m.field = strtoull(s->c_str(), nullptr, 0);
 	}
+	return 0;
+}
+
+int KernelDevice::drops(tb5_drops *d)
+{
+	tb5_stats st = {};
+
+	*d = {};
+	if (!(version_.features & TB5_FEATURE_STATS))
+		return fail(-EOPNOTSUPP, "%s: tb5.ko %u.%u.%u has no drop counters",
+			    name_.c_str(), version_.module_major,
+			    version_.module_minor, version_.module_patch);
+	if (int err = ioc(TB5_IOC_GET_STATS, &st))
+		return fail(err, "%s: TB5_IOC_GET_STATS failed", name_.c_str());
+	d->malformed = st.drops[TB5_UAPI_DROP_MALFORMED];
+	d->unknown_connection = st.drops[TB5_UAPI_DROP_UNKNOWN_CONN];
+	d->out_of_window = st.drops[TB5_UAPI_DROP_OUT_OF_WINDOW];
+	d->ring_overflow = st.drops[TB5_UAPI_DROP_RING_OVERFLOW];
+	d->sequence_gap = st.drops[TB5_UAPI_DROP_SEQ_GAP];
 	return 0;
 }
 

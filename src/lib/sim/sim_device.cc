@@ -315,6 +315,19 @@ public:
 		c->errors = st.rx_errors + st.rx_dropped + st.peer_resets;
 		return 0;
 	}
+	int drops(tb5_drops *d) override
+	{
+		struct tb5_link_stats st;
+
+		tb5_link_get_stats(link_->core(), &st);
+		*d = {};
+		d->malformed = st.drops[TB5_DROP_MALFORMED];
+		d->unknown_connection = st.drops[TB5_DROP_UNKNOWN_CONN];
+		d->out_of_window = st.drops[TB5_DROP_OUT_OF_WINDOW];
+		d->ring_overflow = st.drops[TB5_DROP_OVERFLOW];
+		d->sequence_gap = st.drops[TB5_DROP_SEQ_GAP];
+		return 0;
+	}
 	int reg_host(void *addr, size_t len, tb5_mr **mr) override
 	{
 		auto m = std::make_unique<SimMr>(this, addr, len);
