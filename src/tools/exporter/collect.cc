@@ -57,6 +57,15 @@ void CollectLinks(Snapshot &snap)
 				s.rx_bytes = c.rx_bytes;
 				s.errors = c.errors;
 			}
+			struct tb5_drops d {};
+			if (tb5_get_drops(dev, &d) == 0) {
+				s.have_drops = true;
+				s.drop_malformed = d.malformed;
+				s.drop_unknown_connection = d.unknown_connection;
+				s.drop_out_of_window = d.out_of_window;
+				s.drop_ring_overflow = d.ring_overflow;
+				s.drop_sequence_gap = d.sequence_gap;
+			}
 			tb5_close(dev);
 		}
 		snap.links.push_back(std::move(s));

@@ -166,6 +166,27 @@ std::string Format(const Snapshot &snap)
 				w.Sample(g.name, Label("link", l.name), g.get(l));
 	}
 
+	// One family, a label per kind, so that sum() gives every drop.
+	static const struct {
+		const char *kind;
+		uint64_t LinkSample::*field;
+	} kDrops[] = {
+		{"malformed", &LinkSample::drop_malformed},
+		{"unknown_connection", &LinkSample::drop_unknown_connection},
+		{"out_of_window", &LinkSample::drop_out_of_window},
+		{"ring_overflow", &LinkSample::drop_ring_overflow},
+		{"sequence_gap", &LinkSample::drop_sequence_gap},
+	};
+	w.Family("tb5_link_rx_drops_total", "counter",
+		 "Received frames the link dropped or refused, by kind: malformed, "
+		 "unknown_connection, out_of_window, ring_overflow, sequence_gap.");
+	for (const LinkSample &l : snap.links)
+		if (l.have_drops)
+			for (const auto &k : kDrops)
+				w.Sample("tb5_link_rx_drops_total",
+					 Label("link", l.name) + ',' + Label("kind", k.kind),
+					 l.*k.field);
+
 	w.Family("tb5_plugin_up", "gauge",
 		 "1 when the NCCL plugin's live counters could be read (0: none published).");
 	w.Sample("tb5_plugin_up", "", uint64_t{snap.plugin_ok ? 1u : 0u});

@@ -23,6 +23,10 @@ struct LinkSample {
 	uint32_t speed_mbps = 0;
 	bool have_counters = false;	// false: tb5_open() failed (permissions)
 	uint64_t tx_frames = 0, tx_bytes = 0, rx_frames = 0, rx_bytes = 0, errors = 0;
+	bool have_drops = false;	// false: a module without drop counters
+	// Received frames dropped or refused, by kind (tb5_get_drops()).
+	uint64_t drop_malformed = 0, drop_unknown_connection = 0, drop_out_of_window = 0,
+		 drop_ring_overflow = 0, drop_sequence_gap = 0;
 };
 
 // One link's counters as the NCCL plugin's processes publish them.

@@ -45,6 +45,9 @@ Snapshot TwoLinks()
 	a.rx_frames = 4;
 	a.rx_bytes = 16384;
 	a.errors = 1;
+	a.have_drops = true;
+	a.drop_sequence_gap = 7;
+	a.drop_malformed = 2;
 	LinkSample b;
 	b.name = "tb5_1";
 	b.backend = "kernel";
@@ -106,6 +109,11 @@ TEST(ExporterFormat, LinksAndCounters)
 	EXPECT_TRUE(Has(text, "tb5_link_rx_frames_total{link=\"tb5_0\"} 4"));
 	EXPECT_TRUE(Has(text, "tb5_link_errors_total{link=\"tb5_0\"} 1"));
 	EXPECT_TRUE(Has(text, "tb5_link_counters_available{link=\"tb5_1\"} 0"));
+	EXPECT_TRUE(Has(text, "# TYPE tb5_link_rx_drops_total counter"));
+	EXPECT_TRUE(Has(text, "tb5_link_rx_drops_total{link=\"tb5_0\",kind=\"sequence_gap\"} 7"));
+	EXPECT_TRUE(Has(text, "tb5_link_rx_drops_total{link=\"tb5_0\",kind=\"malformed\"} 2"));
+	EXPECT_TRUE(Has(text, "tb5_link_rx_drops_total{link=\"tb5_0\",kind=\"ring_overflow\"} 0"));
+	EXPECT_EQ(text.find("tb5_link_rx_drops_total{link=\"tb5_1\""), std::string::npos);
 	// No counters for a link that could not be opened: no fake zeros.
 	EXPECT_EQ(text.find("tb5_link_tx_bytes_total{link=\"tb5_1\"}"), std::string::npos);
 }
