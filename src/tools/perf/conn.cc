@@ -16,6 +16,20 @@ void ThrowStatus(const std::string &what, int status)
 	throw Error(what + ": " + tb5_strerror(status));
 }
 
+void ThrowStatus(Device &dev, const std::string &what, int status)
+{
+	struct tb5_drops d {};
+	char why[256] = "";
+
+	// Frames the link refused say what broke the connection.
+	if (tb5_get_drops(dev.get(), &d) == 0)
+		tb5_drops_describe(nullptr, &d, why, sizeof(why));
+	if (!*why)
+		ThrowStatus(what, status);
+	throw Error(what + ": " + tb5_strerror(status) + "; " + dev.name() +
+		    " has dropped " + why + " since it came up");
+}
+
 CtlPool::CtlPool(Device &dev, uint32_t slots)
 	: region_(dev, static_cast<size_t>(slots) * kCtlSize, Memory::kHost)
 {
@@ -287,7 +301,7 @@ std::span<const tb5_wc> Conn::Poll()
 			if (wc.event == TB5_WC_PEER_CLOSED)
 				throw Error(who + " was closed by the peer (" +
 					    phase_ + ")");
-			ThrowStatus(who + " failed (" + phase_ + ")",
+			ThrowStatus(dev_, who + " failed (" + phase_ + ")",
 				    wc.status);
 		}
 		const UdKind kind = UdKindOf(wc.user_data);
@@ -308,7 +322,7 @@ std::span<const tb5_wc> Conn::Poll()
 				continue;
 			}
 			if (wc.status < 0)
-				ThrowStatus(std::string("control message ") +
+				ThrowStatus(dev_, std::string("control message ") +
 						    (wc.kind == TB5_WC_SEND ? "send"
 									    : "receive") +
 						    " (" + phase_ + ")",
@@ -335,7 +349,7 @@ std::span<const tb5_wc> Conn::Poll()
 			if (!in_test_ && DataIndex(wc.ep) >= 0)
 				continue;	// left over from a closed test
 			if (wc.status < 0)
-				ThrowStatus(std::string(wc.kind == TB5_WC_SEND
+				ThrowStatus(dev_, std::string(wc.kind == TB5_WC_SEND
 								? "a send"
 								: "a receive") +
 						    " failed (" + phase_ + ")",

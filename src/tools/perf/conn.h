@@ -154,6 +154,8 @@ private:
 
 // Throws Error(@what + the status's text) for a failed completion.
 [[noreturn]] void ThrowStatus(const std::string &what, int status);
+// The same, naming what @dev's link dropped (tb5_drops_describe()).
+[[noreturn]] void ThrowStatus(Device &dev, const std::string &what, int status);
 
 } // namespace tb5perf
 

@@ -48,6 +48,20 @@ struct DeviceCloser {
 
 } // namespace
 
+// "; tb5_0 has dropped 3 frames lost (sequence gap) since it came up", or
+// "" when the link dropped nothing: what broke a connection, in words.
+std::string Dropped(tb5_device *dev, const std::string &link)
+{
+	struct tb5_drops d {};
+	char why[256] = "";
+
+	if (tb5_get_drops(dev, &d) == 0)
+		tb5_drops_describe(nullptr, &d, why, sizeof(why));
+	if (!*why)
+		return "";
+	return "; " + link + " has dropped " + why + " since it came up";
+}
+
 std::vector<uint64_t> RoundTripSizes()
 {
 	return {0, 1, 4095, 4096, 4097, 1u << 20};
@@ -245,15 +259,18 @@ ClientResult RunClient(const std::string &link, const tb5_address &addr,
 			return res;
 		}
 		if (send_status) {
-			res.error = what + ": send failed: " + tb5_strerror(send_status);
+			res.error = what + ": send failed: " + tb5_strerror(send_status) +
+				    Dropped(dev.get(), link);
 			return res;
 		}
 		if (recv_status) {
-			res.error = what + ": receive failed: " + tb5_strerror(recv_status);
+			res.error = what + ": receive failed: " + tb5_strerror(recv_status) +
+				    Dropped(dev.get(), link);
 			return res;
 		}
 		if (ep_error) {
-			res.error = what + ": the connection ended: " + tb5_strerror(ep_error);
+			res.error = what + ": the connection ended: " + tb5_strerror(ep_error) +
+				    Dropped(dev.get(), link);
 			return res;
 		}
 		if (recv_bytes != n) {
