@@ -9,7 +9,9 @@
 #      isend/irecv/completions/test per request, both ranks, one clock);
 #   2. bench1..3: run-benchmark.sh, 2 ranks, all_reduce 1K..1G (factor 4)
 #      three times: tb5 rate=80 (the tuner on, the default), rate=80 with
-#      the tuner off, rate=40, uncapped; SHM and Socket 4x4 beside them;
+#      the tuner off, rate=80 with copy_min=64 (the copy workers share
+#      NCCL's mid-size messages), rate=40, uncapped; SHM and Socket 4x4
+#      beside them;
 #   3. validate, validate-rate80: run-validation.sh, both set-ups (mp and
 #      sp), all six collectives 1K..1G, without and with rate=80.
 #
@@ -67,7 +69,7 @@ plug=(--plugin "$stage/libnccl-net-tb5.so" --lib-dir "$stage")
 
 # 1. What NCCL chose and where the time went, at 256K and 1M.
 mkdir -p "$out/trace"
-step diag 45 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_reduce \
+step diag 40 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_reduce \
   --min 256K --max 1M --factor 4 --extra-sizes '' --transports tb5 \
   --budget 16M --min-iters 10 --max-iters 20 \
   --tb5-variant "tb5-rate80-trace sim=rate=80 NCCL_DEBUG_SUBSYS=INIT,ENV,NET,TUNING TB5_NCCL_TRACE=$out/trace/tuner" \
@@ -76,21 +78,22 @@ step diag 45 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_redu
 
 # 2. The series, three times in one go.
 for i in 1 2 3; do
-  step "bench$i" 95 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_reduce \
+  step "bench$i" 100 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_reduce \
     --min 1K --max 1G --factor 4 --extra-sizes '' --transports tb5,shm,socket4x4 \
     --budget 1G --min-iters 5 --max-iters 50 \
     --tb5-variant "tb5-rate80 sim=rate=80" \
     --tb5-variant "tb5-rate80-notuner sim=rate=80 TB5_NCCL_TUNER=0" \
+    --tb5-variant "tb5-rate80-copymin64 sim=rate=80,copy_min=64" \
     --tb5-variant "tb5-rate40 sim=rate=40" \
     --tb5-variant "tb5" \
     --proc-timeout 30 --out "$out/bench$i"
 done
 
 # 3. Correctness, both set-ups, without and with the link model.
-step validate 80 tests/gpu/run-validation.sh "${plug[@]}" --proc-timeout 38 \
+step validate 65 tests/gpu/run-validation.sh "${plug[@]}" --proc-timeout 30 \
   --out "$out/validation"
-step validate-rate80 80 tests/gpu/run-validation.sh "${plug[@]}" --sim-keys rate=80 \
-  --proc-timeout 38 --out "$out/validation-rate80"
+step validate-rate80 65 tests/gpu/run-validation.sh "${plug[@]}" --sim-keys rate=80 \
+  --proc-timeout 30 --out "$out/validation-rate80"
 
 for d in diag bench1 bench2 bench3 validation validation-rate80; do
   [[ -f $out/$d/summary.txt ]] && { echo "-- $d"; cat "$out/$d/summary.txt"; } >>"$log"
