@@ -186,7 +186,9 @@ template <typename T> T Recv(int fd)
 
 bool g_log_info = false;
 
-void Logger(ncclDebugLogLevel level, unsigned long, const char *, int, const char *fmt, ...)
+__attribute__((format(printf, 5, 6))) void Logger(ncclDebugLogLevel level,
+						  unsigned long, const char *, int,
+						  const char *fmt, ...)
 {
 	if (level != NCCL_LOG_WARN && level != NCCL_LOG_ABORT && !g_log_info)
 		return;
