@@ -950,10 +950,19 @@ void Harness::Teardown(uint8_t mode)
 	if (mode != kTeardownDrain || tx_.Size())
 		LinkDown(-ENOLINK);
 
-	if (Tracing()) {
-		tb5_link_stats st;
+	tb5_link_stats st;
+	uint64_t drops = 0;
 
-		tb5_link_get_stats(link_, &st);
+	tb5_link_get_stats(link_, &st);
+	// Every frame refused or dropped is counted once more, by its kind.
+	for (uint64_t d : st.drops)
+		drops += d;
+	if (drops != st.rx_errors + st.rx_dropped)
+		Fail("%llu drops by kind, %llu rx errors + %llu dropped",
+		     static_cast<unsigned long long>(drops),
+		     static_cast<unsigned long long>(st.rx_errors),
+		     static_cast<unsigned long long>(st.rx_dropped));
+	if (Tracing()) {
 		fprintf(stderr, "  stats: tx %llu rx %llu frames, %llu rx errors, "
 			"%llu dropped, %llu stalls, msgs tx %llu rx %llu\n",
 			static_cast<unsigned long long>(st.tx_frames),

@@ -8,8 +8,10 @@
 //
 //   tb5-fuzz-make-seeds tests/fuzz/corpus
 //
-// The committed corpus is this program's output; rerun it when the input
-// format (fuzz_actions.h) changes.
+// The committed corpus is this program's output, and the campaign-* files:
+// the inputs of a long campaign (docs/emulated-fabric.md) that reach
+// branches these seeds do not. Rerun this when the input format
+// (fuzz_actions.h) changes, and drop the campaign-* files then.
 #include "fuzz_actions.h"
 
 extern "C" {
