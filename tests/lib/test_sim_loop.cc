@@ -503,6 +503,32 @@ TEST(SimConfig, AFabricKeepsItsSettings)
 	EXPECT_NE(msg.find("taken"), std::string::npos) << msg;
 }
 
+// The drop counters through libtb5: none on a clean link, and the words
+// the tools print when a connection breaks.
+TEST_F(SimLoop, DropCountersAndTheirWords)
+{
+	tb5_drops d;
+
+	std::memset(&d, 0xff, sizeof(d));
+	ASSERT_EQ(tb5_get_drops(a.dev, &d), 0) << tb5_last_error();
+	EXPECT_EQ(d.malformed + d.unknown_connection + d.out_of_window +
+			  d.ring_overflow + d.sequence_gap, 0u);
+	EXPECT_EQ(tb5_get_drops(nullptr, &d), -EINVAL);
+
+	tb5_drops before{}, after{};
+	char buf[256];
+	after.sequence_gap = 3;
+	after.malformed = 1;
+	EXPECT_STREQ(tb5_drops_describe(&before, &after, buf, sizeof(buf)),
+		     "3 frames lost (sequence gap), 1 frame malformed");
+	EXPECT_STREQ(tb5_drops_describe(&after, &after, buf, sizeof(buf)), "");
+	after.ring_overflow = 2;
+	EXPECT_STREQ(tb5_drops_describe(nullptr, &after, buf, 12), "3 frames lo");
+	EXPECT_NE(std::string(tb5_strerror(-EBADMSG)).find("lost"), std::string::npos);
+	EXPECT_NE(std::string(tb5_strerror(-EPROTO)).find("broke the protocol"),
+		  std::string::npos);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
