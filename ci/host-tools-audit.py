@@ -391,15 +391,41 @@ def deps_lists(root):
     return lists
 
 
-def base_packages():
-    """Debian's essential and required packages: a minbase system's."""
-    out = sh("dpkg-query", "-W", "-f", "${Package} ${Essential} ${Priority}\n").stdout
-    base = set()
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) >= 3 and (parts[1] == "yes" or parts[2] == "required"):
-            base.add(parts[0])
-    return base
+class BasePackages:
+    """Debian's essential and required packages: a minbase system's.
+
+    The archive's word counts (apt-cache: the Packages index, where the
+    archive's overrides set Priority), not dpkg's status: dpkg keeps the
+    priority a .deb's own control file gave, and a security update of apt
+    says "important" there while the archive says "required". Without
+    package lists (no apt-get update yet), dpkg's status is the fallback."""
+
+    def __init__(self):
+        self.cache = {}
+
+    def __contains__(self, pkg):
+        if pkg not in self.cache:
+            self.cache[pkg] = self._lookup(pkg)
+        return self.cache[pkg]
+
+    @staticmethod
+    def _fields(text):
+        fields = {}
+        for line in text.splitlines():
+            if not line.strip():
+                break       # the first (candidate) stanza only
+            key, _, value = line.partition(":")
+            fields[key.strip()] = value.strip()
+        return fields
+
+    def _lookup(self, pkg):
+        r = sh("apt-cache", "show", "--no-all-versions", pkg, check=False)
+        f = self._fields(r.stdout) if r.returncode == 0 else {}
+        if not f:
+            r = sh("dpkg-query", "-W", "-f", "Essential: ${Essential}\nPriority: ${Priority}\n",
+                   pkg, check=False)
+            f = self._fields(r.stdout) if r.returncode == 0 else {}
+        return f.get("Essential") == "yes" or f.get("Priority") == "required"
 
 
 def load_map(path):
@@ -450,7 +476,7 @@ def main():
         raise SystemExit("host-tools-audit: needs shfmt (apt-get install shfmt)")
     cmd_map = load_map(Path(__file__).resolve().parent / "host-tools.tsv")
     lists = deps_lists(root)
-    base = base_packages()
+    base = BasePackages()
 
     names = tracked_scripts(root)
     scripts = {rel: Script(rel, root) for rel in names}
