@@ -455,9 +455,15 @@ static void tb5_tb_rx_frame(struct tb5_tb_link *tbl, struct ring_frame *frame)
 		tb5_link_rx(tbl->dev->link, sof, eof, b->va, len);
 	} else {
 		atomic64_inc(&tbl->ring_errors);
-		/* The NHI says the frame did not fit: a ring overflow. */
-		if (v == TB5_TB_RX_OVERRUN)
-			tb5_link_rx_overflow(tbl->dev->link, 1);
+		/*
+		 * Counted by kind too: a frame longer than its buffer is a
+		 * ring overflow, one the sender marked dropped a lost frame,
+		 * a CRC error or a PDF tb5 never sends a malformed one.
+		 */
+		tb5_link_rx_refused(tbl->dev->link,
+				    v == TB5_TB_RX_OVERRUN ? TB5_DROP_OVERFLOW :
+				    v == TB5_TB_RX_DROPPED ? TB5_DROP_SEQ_GAP :
+				    TB5_DROP_MALFORMED, 1);
 	}
 	dma_sync_single_for_device(tbl->dma_dev, b->dma, TB5_FRAME_MAX,
 				   DMA_FROM_DEVICE);

@@ -231,11 +231,13 @@ void tb5_link_tx_done_many(struct tb5_link *link, const uint64_t *cookies,
 /* TX ring space became free without a completion: try to transmit. */
 void tb5_link_kick(struct tb5_link *link);
 /*
- * The backend lost @frames received frames for want of room (its NHI said
- * so): counted as TB5_DROP_OVERFLOW. What they carried shows up as a
+ * The backend refused @frames received frames before they reached the core
+ * (its NHI reported an overrun, a CRC error or a marker tb5 never sends):
+ * counted in rx_errors and as @kind. What they carried shows up as a
  * sequence gap once the next frame arrives.
  */
-void tb5_link_rx_overflow(struct tb5_link *link, uint32_t frames);
+void tb5_link_rx_refused(struct tb5_link *link, enum tb5_drop_kind kind,
+			 uint32_t frames);
 
 enum tb5_link_state tb5_link_state(struct tb5_link *link);
 /* The peer's host id; -ENOTCONN until the peer said hello. */

@@ -543,11 +543,14 @@ void tb5_link_tx_done_many(struct tb5_link *link, const uint64_t *cookies,
 	tb5_link_unlock(link);
 }
 
-void tb5_link_rx_overflow(struct tb5_link *link, uint32_t frames)
+void tb5_link_rx_refused(struct tb5_link *link, enum tb5_drop_kind kind,
+			 uint32_t frames)
 {
+	if ((unsigned int)kind >= TB5_DROP_KINDS)
+		kind = TB5_DROP_MALFORMED;
 	tb5_os_lock(link->lock);
 	link->stats.rx_errors += frames;
-	link->stats.drops[TB5_DROP_OVERFLOW] += frames;
+	link->stats.drops[kind] += frames;
 	tb5_link_unlock(link);
 }
 

@@ -185,11 +185,13 @@ TEST_F(DropCounters, SequenceGap)
 	h.run();
 }
 
-TEST_F(DropCounters, RingOverflowFromTheBackend)
+TEST_F(DropCounters, RefusedByTheBackend)
 {
-	tb5_link_rx_overflow(h.link(1), 5);
+	tb5_link_rx_refused(h.link(1), TB5_DROP_OVERFLOW, 5);
 	EXPECT_EQ(grew(TB5_DROP_OVERFLOW), 5u);
-	EXPECT_EQ(h.link_stats(1).rx_errors, 5u);
+	tb5_link_rx_refused(h.link(1), TB5_DROP_MALFORMED, 1);
+	EXPECT_EQ(grew(TB5_DROP_MALFORMED), 1u);
+	EXPECT_EQ(h.link_stats(1).rx_errors, 6u);
 	still_works(6);
 }
 
