@@ -97,6 +97,28 @@ struct tbemu_shm {
 
 struct tbemu_cable;
 
+#define TBEMU_ATK_GROUP		6	/* frames of one crafted case */
+
+/* A hostile peer (tbemu_attack.c); under nhi->lock. */
+struct tbemu_attack {
+	int mode;
+	u64 t_len, o_len;	/* receive sizes that name the connections */
+	bool have_target, have_other;
+	u32 t_dst, t_src, t_seq;	/* the attacked connection, its grant */
+	bool t_fresh;		/* no case aimed at t_seq yet */
+	u32 o_dst, o_seq;	/* another connection of the victim */
+	u32 remaining;		/* frames to mutate, or to flood */
+	u32 next_case;		/* crafted: the next case */
+	u32 rng;
+	bool mid_burst;		/* our tb5's last frame did not end a burst */
+	bool in_target;		/* ... and it was of the attacked connection */
+	bool dup;
+	bool held_valid;
+	atomic64_t injected, mutated;
+	struct tbemu_slot held;
+	struct tbemu_slot grp[TBEMU_ATK_GROUP];
+};
+
 /* A ring and the NHI's view of its descriptors. */
 struct tbemu_desc {
 	dma_addr_t phys;
@@ -178,6 +200,8 @@ struct tbemu_cable {
 
 	/* Counters shown in sysfs. */
 	atomic64_t tx_frames, rx_frames, rx_dropped, tx_no_path, ctl_rx;
+
+	struct tbemu_attack *atk;	/* a hostile peer, when told to be */
 };
 
 /* tbemu_main.c */
@@ -205,6 +229,16 @@ int tbemu_cable_register(struct tbemu_cable *c);
 void tbemu_cable_unregister(struct tbemu_cable *c);
 int tbemu_tx_hop(struct tbemu_cable *c, int ring);
 int tbemu_pm_cycle(struct tbemu_cable *c, unsigned int sleep_ms);
+
+/* tbemu_attack.c */
+void tbemu_attack_rx(struct tbemu_cable *c, const struct tbemu_slot *s);
+bool tbemu_attack_tx(struct tbemu_cable *c, int hop, u32 epoch,
+		     struct tbemu_slot *s);
+void tbemu_attack_sent(struct tbemu_cable *c, struct tbemu_ring *r, int hop,
+		       u32 epoch, const struct tbemu_slot *s);
+int tbemu_attack_step(struct tbemu_cable *c, struct tbemu_ring *r);
+int tbemu_attack_cmd(struct tbemu_cable *c, const char *buf);
+ssize_t tbemu_attack_show(struct tbemu_cable *c, char *buf);
 
 /* tbemu_ring.c */
 int tbemu_rings_step(struct tbemu_cable *c);

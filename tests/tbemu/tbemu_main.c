@@ -179,8 +179,12 @@ static int tbemu_wire_rx(struct tbemu_cable *c)
 	while (tail != head && n < 64) {
 		const struct tbemu_slot *s = &c->shm->wire[!c->side][tail % TBEMU_SLOTS];
 
-		/* Sent before the last pull: lost with the cable. */
-		if (s->gen == gen && s->len <= TBEMU_FRAME_MAX) {
+		/*
+		 * Sent before the last pull: lost with the cable. A DATA slot
+		 * may claim more than a frame: a hostile peer's frame longer
+		 * than the buffers, which the RX ring reports as an overrun.
+		 */
+		if (s->gen == gen) {
 			if (s->kind == TBEMU_SLOT_CTL && s->len <= TBEMU_CTL_MAX) {
 				atomic64_inc(&c->ctl_rx);
 				tbemu_ctl_rx(c, s->hop, s->data, s->len);
@@ -318,8 +322,24 @@ TBEMU_COUNTER(rx_dropped);
 TBEMU_COUNTER(tx_no_path);
 TBEMU_COUNTER(ctl_rx);
 
+static ssize_t attack_show(struct device *d, struct device_attribute *a,
+			   char *buf)
+{
+	return tbemu_attack_show(to_cable(d), buf);
+}
+
+static ssize_t attack_store(struct device *d, struct device_attribute *a,
+			    const char *buf, size_t count)
+{
+	int ret = tbemu_attack_cmd(to_cable(d), buf);
+
+	return ret ? ret : count;
+}
+static DEVICE_ATTR_RW(attack);
+
 static struct attribute *tbemu_attrs[] = {
 	&dev_attr_plugged.attr,
+	&dev_attr_attack.attr,
 	&dev_attr_pm_cycle.attr,
 	&dev_attr_side.attr,
 	&dev_attr_peer_present.attr,
@@ -420,6 +440,9 @@ static int tbemu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	c = devm_kzalloc(&pdev->dev, sizeof(*c), GFP_KERNEL);
 	if (!c)
+		return -ENOMEM;
+	c->atk = devm_kzalloc(&pdev->dev, sizeof(*c->atk), GFP_KERNEL);
+	if (!c->atk)
 		return -ENOMEM;
 	c->pdev = pdev;
 	mutex_init(&c->xd_lock);

@@ -531,13 +531,19 @@ static int ring_tx_step(struct tbemu_cable *c, struct tbemu_ring *r)
 			s->epoch = epoch;
 			s->sof = d->sof;
 			s->eof = d->eof;
+			if (READ_ONCE(c->atk->mode) &&
+			    !tbemu_attack_tx(c, hop, epoch, s))
+				goto sent;	/* the hostile peer kept it */
 			tbemu_wire_push(c);
 			c->tx_sent[hop]++;
 			atomic64_inc(&c->tx_frames);
+			if (READ_ONCE(c->atk->mode))
+				tbemu_attack_sent(c, r, hop, epoch, s);
 		} else {
 			/* No path (or no cable): the frame leaves for nowhere. */
 			atomic64_inc(&c->tx_no_path);
 		}
+sent:
 		d->flags |= RING_DESC_COMPLETED;
 		r->hw = (r->hw + 1) % ring->size;
 		n++;
@@ -559,6 +565,8 @@ int tbemu_rings_step(struct tbemu_cable *c)
 		if (r) {
 			spin_lock(&r->ring.lock);
 			n += ring_tx_step(c, r);
+			if (READ_ONCE(c->atk->mode))
+				n += tbemu_attack_step(c, r);
 			if (r->irq_pending && !r->irq_masked)
 				ring_raise(r);
 			spin_unlock(&r->ring.lock);
@@ -582,11 +590,13 @@ void tbemu_ring_rx_frame(struct tbemu_cable *c, const struct tbemu_slot *s)
 	unsigned long flags;
 	bool ok = false;
 
-	if (s->hop >= TBEMU_HOPS || !s->len || s->len > TBEMU_FRAME_MAX) {
+	if (s->hop >= TBEMU_HOPS || !s->len || s->len > 0xffff) {
 		atomic64_inc(&c->rx_dropped);
 		return;
 	}
 	spin_lock_irqsave(&c->nhi->lock, flags);
+	if (c->atk->t_len)
+		tbemu_attack_rx(c, s);
 	r = c->hop_ring[s->hop];
 	if (r) {
 		struct tb_ring *ring = &r->ring;
@@ -596,18 +606,23 @@ void tbemu_ring_rx_frame(struct tbemu_cable *c, const struct tbemu_slot *s)
 		if (ring->running && s->epoch == READ_ONCE(me->rx_epoch[s->hop]) &&
 		    r->hw != ring->head) {
 			struct tbemu_desc *d = &r->desc[r->hw];
-			void *dst = tbemu_dma_va(d->phys, s->len);
+			u32 len = min_t(u32, s->len, TBEMU_FRAME_MAX);
+			void *dst = tbemu_dma_va(d->phys, len);
 
 			if (dst) {
-				memcpy(dst, s->data, s->len);
-				d->length = s->len & 0xfff;
+				memcpy(dst, s->data, len);
+				d->length = len & 0xfff;
 				d->sof = s->sof;
 				d->eof = s->eof;
 				/*
 				 * Written back by the NHI: its status, not
-				 * POSTED (the same bit as BUFFER_OVERRUN).
+				 * POSTED (the same bit as BUFFER_OVERRUN),
+				 * which says a frame longer than the buffer
+				 * was cut to it.
 				 */
 				d->flags = RING_DESC_COMPLETED;
+				if (s->len > TBEMU_FRAME_MAX)
+					d->flags |= RING_DESC_BUFFER_OVERRUN;
 			} else {
 				dev_err_ratelimited(&c->pdev->dev,
 						    "RX ring %d: DMA to %pad is not memory\n",
