@@ -49,6 +49,34 @@ static void check_tb_attrs(struct tb5k_ctx *c, const struct tb5_info *info,
 		(void)tb5k_link_u64(c->index, counters[i]);
 }
 
+/* TB5_IOC_GET_STATS: the counters sysfs shows, read just before it. */
+static void check_stats(struct tb5k_ctx *c)
+{
+	static const char *const drops[TB5_UAPI_DROP_KINDS] = {
+		"drops/malformed", "drops/unknown_connection", "drops/out_of_window",
+		"drops/ring_overflow", "drops/sequence_gap",
+	};
+	struct tb5_stats st;
+	char name[32];
+	int k;
+
+	snprintf(name, sizeof(name), "tb5_%d.stats", c->index);
+	memset(&st, 0xff, sizeof(st));
+	TB5K_CHECK(!ioctl(c->fd, TB5_IOC_GET_STATS, &st), name,
+		   "TB5_IOC_GET_STATS: %s", strerror(errno));
+	TB5K_CHECK(!st.reserved[0] && !st.reserved[1] && !st.reserved[2], name,
+		   "reserved fields not zero");
+	TB5K_CHECK(tb5k_link_u64(c->index, "rx_frames") >= st.rx_frames &&
+		   tb5k_link_u64(c->index, "tx_frames") >= st.tx_frames &&
+		   tb5k_link_u64(c->index, "errors") >= st.rx_errors, name,
+		   "sysfs counts less than the uAPI did before it");
+	for (k = 0; k < TB5_UAPI_DROP_KINDS; k++)
+		TB5K_CHECK(tb5k_link_u64(c->index, drops[k]) >= st.drops[k], name,
+			   "%s below the uAPI's %llu", drops[k],
+			   (unsigned long long)st.drops[k]);
+	tb5k_pass("%s (TB5_IOC_GET_STATS and sysfs drops/ agree)", name);
+}
+
 static void check_end(struct tb5k_ctx *c, const struct tb5_info *info,
 		      uint32_t ring_size, int loop)
 {
@@ -72,11 +100,15 @@ static void check_end(struct tb5k_ctx *c, const struct tb5_info *info,
 		   "features 0x%x %s TB5_FEATURE_LOOP", info->features,
 		   loop ? "lack" : "have");
 	TB5K_CHECK(!(info->features & ~(TB5_FEATURE_HOST_MEM | TB5_FEATURE_DMABUF |
-					TB5_FEATURE_LOOP | TB5_FEATURE_WELL_KNOWN)),
+					TB5_FEATURE_LOOP | TB5_FEATURE_WELL_KNOWN |
+					TB5_FEATURE_STATS)),
 		   name, "unknown feature bits 0x%x", info->features);
+	TB5K_CHECK(info->features & TB5_FEATURE_STATS, name,
+		   "features 0x%x lack TB5_FEATURE_STATS", info->features);
 	TB5K_CHECK(!info->reserved[0] && !info->reserved[1], name,
 		   "reserved fields not zero");
 	tb5k_pass("%s", name);
+	check_stats(c);
 
 	snprintf(name, sizeof(name), "tb5_%d.sysfs", c->index);
 	TB5K_CHECK(!tb5k_link_text(c->index, "state", buf, sizeof(buf)), name,
