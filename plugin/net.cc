@@ -676,9 +676,14 @@ uint64_t LocalHost()
 // else the (@dev mod K)-th of the K that do, in listing order (parallel
 // cables to one peer share the channels NCCL spreads over its devices).
 // Its name, or "" (with *pending set when a link is still coming up and
-// might turn out to be the one).
-std::string RouteTo(uint64_t host, const std::string &preferred, int dev, bool *pending)
+// might turn out to be the one). While @wait_preferred, a @preferred link
+// that is still coming up is waited for rather than passed over: the
+// other end's cables come up one after the other, and taking whichever is
+// up first would put every channel on one cable.
+std::string RouteTo(uint64_t host, const std::string &preferred, int dev, bool wait_preferred,
+		    bool *pending)
 {
+	bool preferred_coming = false;
 	*pending = false;
 	tb5_link_info *links = nullptr;
 	size_t n = 0;
@@ -689,6 +694,7 @@ std::string RouteTo(uint64_t host, const std::string &preferred, int dev, bool *
 		const tb5_link_info &l = links[i];
 		if (l.state != TB5_LINK_STATE_READY) {
 			*pending = true;
+			preferred_coming = preferred_coming || preferred == l.name;
 			continue;
 		}
 		if (l.peer_host == host)
@@ -699,6 +705,8 @@ std::string RouteTo(uint64_t host, const std::string &preferred, int dev, bool *
 		return {};
 	if (std::find(reach.begin(), reach.end(), preferred) != reach.end())
 		return preferred;
+	if (preferred_coming && wait_preferred)
+		return {};
 	return reach[(size_t)std::max(dev, 0) % reach.size()];
 }
 
@@ -982,13 +990,23 @@ ncclResult_t Connect(int dev, void *handle, void **send_comm)
 		char peer_link[TB5_NAME_MAX + 1] = {};
 		std::memcpy(peer_link, h->link, TB5_NAME_MAX);
 		bool pending = false;
-		std::string route = RouteTo(h->host, dev_name, dev, &pending);
+		auto now = std::chrono::steady_clock::now();
+		auto key = std::make_pair(h->host, h->service);
+		long limit = EnvLong("TB5_NCCL_CONNECT_TIMEOUT_MS", 20000, 0, INT_MAX);
+		bool wait_preferred;
+		{
+			// The named device's own cable is waited for a quarter of
+			// the connect timeout, then another that reaches the host
+			// is taken.
+			std::lock_guard lk(g.mu);
+			auto wit = g.waits.find(key);
+			wait_preferred = wit == g.waits.end() ||
+					 now - wit->second < std::chrono::milliseconds(limit / 4);
+		}
+		std::string route = RouteTo(h->host, dev_name, dev, wait_preferred, &pending);
 		if (route.empty()) {
 			// A link still coming up may be the one: try again later,
 			// within the connect timeout (g.waits: since when).
-			auto now = std::chrono::steady_clock::now();
-			auto key = std::make_pair(h->host, h->service);
-			long limit = EnvLong("TB5_NCCL_CONNECT_TIMEOUT_MS", 20000, 0, INT_MAX);
 			{
 				std::lock_guard lk(g.mu);
 				auto wit = g.waits.emplace(key, now).first;
