@@ -171,16 +171,22 @@ rm "$tmp/textfile/tb5.prom"
 pid=$!
 for _ in $(seq 50); do [[ -f $tmp/textfile/tb5.prom ]] && break; sleep 0.1; done
 [[ -f $tmp/textfile/tb5.prom ]] || fail "no tb5.prom from the timer"
-# Each write is a new file renamed over the old one: a new inode.
+# Each write is a new file renamed over the old one: a new inode. Watch
+# for the first change: the file system may hand the first inode number
+# out again once that file is gone, so a later rewrite can carry it again.
 i1=$(stat -c %i "$tmp/textfile/tb5.prom")
-sleep 2.5
-i2=$(stat -c %i "$tmp/textfile/tb5.prom")
-[[ $i1 != "$i2" ]] || fail "tb5.prom not rewritten after 2.5 s at --interval 1"
+i2=$i1
+for _ in $(seq 100); do
+	sleep 0.1
+	i2=$(stat -c %i "$tmp/textfile/tb5.prom")
+	[[ $i1 == "$i2" ]] || break
+done
+[[ $i1 != "$i2" ]] || fail "tb5.prom not rewritten within 10 s at --interval 1"
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
 pid=
 [[ $rc == 0 ]] || fail "textfile mode: status $rc after SIGTERM"
 [[ $(ls -A "$tmp/textfile") == tb5.prom ]] || fail "left behind: $(ls -A "$tmp/textfile")"
-ok "textfile: written whole, rewritten every second, stopped by SIGTERM, nothing else left"
+ok "textfile: written whole, rewritten by the timer, stopped by SIGTERM, nothing else left"
 echo "PASS: exporter over HTTP, HTTPS, auth, limits, textfile"
