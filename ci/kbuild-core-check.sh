@@ -32,14 +32,17 @@ cat >"$work/check_main.c" <<'C'
 #include <linux/module.h>
 #include "tb5_core.h"
 #include "tb5_ringmodel.h"
+#include "tb5_ctxrules.h"
 
 /* Reference the core so that every object is linked and checked by modpost. */
 static int __init tb5_core_check_init(void)
 {
 	struct tb5_link_config cfg = { .ring_size = 0 };
+	struct tb5_cq_acct cq;
 
 	return tb5_link_create(&cfg, NULL, NULL, NULL) == -EINVAL &&
-	       tb5_rm_create(0, NULL, NULL, NULL) == -EINVAL ? 0 : -EINVAL;
+	       tb5_rm_create(0, NULL, NULL, NULL) == -EINVAL &&
+	       tb5_cq_acct_init(&cq, 0) == -EINVAL ? 0 : -EINVAL;
 }
 module_init(tb5_core_check_init);
 MODULE_LICENSE("GPL");
@@ -48,7 +51,8 @@ C
 cat >"$work/Kbuild" <<'K'
 obj-m := tb5_core_check.o
 tb5_core_check-y := check_main.o os/tb5_os_linux.o core/tb5_wire.o \
-	core/tb5_link.o core/tb5_endpoint.o core/tb5_msg.o core/tb5_ringmodel.o
+	core/tb5_link.o core/tb5_endpoint.o core/tb5_msg.o core/tb5_ringmodel.o \
+	core/tb5_ctxrules.o
 ccflags-y := -I$(src)/core -I$(src)/os -Werror -Wframe-larger-than=512
 K
 
