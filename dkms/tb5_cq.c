@@ -8,11 +8,15 @@
  * the consumer index comes from user space and is only trusted as far as it
  * is consistent, so a confused process can only confuse itself.
  *
- * Entries are promised before they can be produced (tb5_cq_reserve): every
- * posted operation and every endpoint reserves what it may complete or
- * raise, so production never finds the queue full.
+ * Entries are promised before they can be produced: every posted operation
+ * and every endpoint reserves what it may complete or raise, so production
+ * never finds the queue full. The accounting, and the rules of when an entry
+ * is promised, produced or given back, are the portable core's
+ * (core/tb5_ctxrules.c), shared with libtb5's simulator; this file holds the
+ * memory and the waiting.
  */
-#include <linux/log2.h>
+#include <linux/build_bug.h>
+#include <linux/lockdep.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/version.h>
@@ -24,11 +28,15 @@
 
 struct tb5_cq *tb5_cq_create(u32 entries)
 {
+	struct tb5_cq_acct acct;
 	struct tb5_cq *cq;
+	int ret;
 
-	if (!is_power_of_2(entries) || entries < TB5_UAPI_CQ_MIN ||
-	    entries > TB5_UAPI_CQ_MAX)
-		return ERR_PTR(-EINVAL);
+	BUILD_BUG_ON(TB5_UAPI_CQ_MIN != TB5_CQ_ENTRIES_MIN);
+	BUILD_BUG_ON(TB5_UAPI_CQ_MAX != TB5_CQ_ENTRIES_MAX);
+	ret = tb5_cq_acct_init(&acct, entries);
+	if (ret)
+		return ERR_PTR(ret);
 	cq = kzalloc(sizeof(*cq), GFP_KERNEL);
 	if (!cq)
 		return ERR_PTR(-ENOMEM);
@@ -40,7 +48,7 @@ struct tb5_cq *tb5_cq_create(u32 entries)
 		return ERR_PTR(-ENOMEM);
 	}
 	cq->entries = (struct tb5_cqe *)((u8 *)cq->ring + TB5_CQ_ENTRIES_OFFSET);
-	cq->nentries = entries;
+	cq->acct = acct;
 	cq->ring->entries = entries;
 	spin_lock_init(&cq->lock);
 	init_waitqueue_head(&cq->wait);
@@ -55,46 +63,27 @@ void tb5_cq_destroy(struct tb5_cq *cq)
 	kfree(cq);
 }
 
-/* Entries user space has not consumed yet; lock held. */
-static u32 cq_used(struct tb5_cq *cq)
+/* The consumer's index, as user space left it; cq->lock held. */
+u32 tb5_cq_head(struct tb5_cq *cq)
 {
-	u32 used = cq->tail - READ_ONCE(cq->ring->head);
-
-	/* A head that is ahead of the tail, or too far behind, is nonsense. */
-	return used > cq->nentries ? cq->nentries : used;
+	lockdep_assert_held(&cq->lock);
+	return READ_ONCE(cq->ring->head);
 }
 
-int tb5_cq_reserve(struct tb5_cq *cq, u32 n)
+/*
+ * Write the entry that the core's accounting produced at @index and
+ * publish it; cq->lock held. tb5_cq_wake() after unlocking.
+ */
+void tb5_cq_write(struct tb5_cq *cq, u32 index, const struct tb5_cqe *cqe)
 {
-	int ret = 0;
-
-	spin_lock_bh(&cq->lock);
-	if ((u64)cq_used(cq) + cq->reserved + n > cq->nentries)
-		ret = -ENOSPC;
-	else
-		cq->reserved += n;
-	spin_unlock_bh(&cq->lock);
-	return ret;
-}
-
-void tb5_cq_unreserve(struct tb5_cq *cq, u32 n)
-{
-	spin_lock_bh(&cq->lock);
-	cq->reserved -= min(n, cq->reserved);
-	spin_unlock_bh(&cq->lock);
-}
-
-/* Produce one reserved entry and wake whoever polls. */
-void tb5_cq_produce(struct tb5_cq *cq, const struct tb5_cqe *cqe)
-{
-	spin_lock_bh(&cq->lock);
-	if (cq->reserved)
-		cq->reserved--;
-	cq->entries[cq->tail & (cq->nentries - 1)] = *cqe;
-	cq->tail++;
+	lockdep_assert_held(&cq->lock);
+	cq->entries[index] = *cqe;
 	/* The entry is visible before the index that publishes it. */
-	smp_store_release(&cq->ring->tail, cq->tail);
-	spin_unlock_bh(&cq->lock);
+	smp_store_release(&cq->ring->tail, cq->acct.tail);
+}
+
+void tb5_cq_wake(struct tb5_cq *cq)
+{
 	wake_up_interruptible(&cq->wait);
 }
 
@@ -103,7 +92,7 @@ bool tb5_cq_readable(struct tb5_cq *cq)
 	bool readable;
 
 	spin_lock_bh(&cq->lock);
-	readable = cq_used(cq) > 0;
+	readable = tb5_cq_acct_used(&cq->acct, tb5_cq_head(cq)) > 0;
 	spin_unlock_bh(&cq->lock);
 	return readable;
 }

@@ -89,19 +89,39 @@ static int tb5_release(struct inode *inode, struct file *file)
 
 /* -- endpoints ----------------------------------------------------------- */
 
-static struct tb5_kep *kep_alloc(struct tb5_ctx *ctx, u32 credits)
+/* Give back what @kep reserved on the queue. */
+static void kep_release_rules(struct tb5_kep *kep)
 {
+	struct tb5_cq *cq = kep->ctx->cq;
+
+	spin_lock_bh(&cq->lock);
+	tb5_ep_rules_release(&kep->rules, &cq->acct);
+	spin_unlock_bh(&cq->lock);
+}
+
+/*
+ * A new endpoint, with the completion entries for its events reserved
+ * (-ENOSPC when the queue cannot promise them: the core's rules).
+ */
+static struct tb5_kep *kep_alloc(struct tb5_ctx *ctx, bool listener)
+{
+	struct tb5_cq *cq = ctx->cq;
 	struct tb5_kep *kep;
 	int ret;
 
-	if (!ctx->cq)
+	if (!cq)
 		return ERR_PTR(-EINVAL);	/* create the queue first */
 	kep = kzalloc(sizeof(*kep), GFP_KERNEL);
 	if (!kep)
 		return ERR_PTR(-ENOMEM);
-	if (tb5_cq_reserve(ctx->cq, credits)) {
+	kep->ctx = ctx;
+	spin_lock_bh(&cq->lock);
+	ret = tb5_ep_rules_open(&kep->rules, &cq->acct, tb5_cq_head(cq),
+				listener);
+	spin_unlock_bh(&cq->lock);
+	if (ret) {
 		kfree(kep);
-		return ERR_PTR(-ENOSPC);
+		return ERR_PTR(ret);
 	}
 	/*
 	 * The handle comes first, before the core sees @kep: the core may
@@ -114,13 +134,10 @@ static struct tb5_kep *kep_alloc(struct tb5_ctx *ctx, u32 credits)
 	ret = xa_alloc_cyclic(&ctx->eps, &kep->handle, NULL,
 			      XA_LIMIT(1, INT_MAX), &ctx->next_ep, GFP_KERNEL);
 	if (ret < 0) {
-		tb5_cq_unreserve(ctx->cq, credits);
+		kep_release_rules(kep);
 		kfree(kep);
 		return ERR_PTR(ret);
 	}
-	kep->ctx = ctx;
-	kep->event_credits = credits;
-	spin_lock_init(&kep->lock);
 	return kep;
 }
 
@@ -128,7 +145,7 @@ static struct tb5_kep *kep_alloc(struct tb5_ctx *ctx, u32 credits)
 static void kep_discard(struct tb5_kep *kep)
 {
 	xa_release(&kep->ctx->eps, kep->handle);
-	tb5_cq_unreserve(kep->ctx->cq, kep->event_credits);
+	kep_release_rules(kep);
 	kfree(kep);
 }
 
@@ -161,11 +178,9 @@ static int ioc_listen(struct tb5_ctx *ctx, struct tb5_listen *arg)
 
 	if (arg->flags & ~TB5_LISTEN_WELL_KNOWN)
 		return -EINVAL;
-	kep = kep_alloc(ctx, 1);
+	kep = kep_alloc(ctx, true);
 	if (IS_ERR(kep))
 		return PTR_ERR(kep);
-	kep->listener = true;
-	kep->incoming_armed = true;
 	ret = tb5_listen(ctx->dev->link, arg->service, arg->flags, kep, &ep);
 	if (ret) {
 		kep_discard(kep);
@@ -185,7 +200,7 @@ static int ioc_connect(struct tb5_ctx *ctx, struct tb5_connect *arg)
 
 	if (arg->pad)
 		return -EINVAL;
-	kep = kep_alloc(ctx, TB5_KEP_EVENT_CREDITS);
+	kep = kep_alloc(ctx, false);
 	if (IS_ERR(kep))
 		return PTR_ERR(kep);
 	ret = tb5_connect(ctx->dev->link, &addr, kep, &ep);
@@ -206,25 +221,24 @@ static int ioc_accept(struct tb5_ctx *ctx, struct tb5_accept *arg)
 	struct tb5_kep *l = kep_lookup(ctx, arg->listener);
 	struct tb5_kep *kep;
 	struct tb5_ep *ep;
+	struct tb5_cq *cq;
 	int ret;
 
-	if (!l || !l->listener)
+	/* A listener exists only once the queue does. */
+	if (!l || !l->rules.listener)
 		return -EINVAL;
-	kep = kep_alloc(ctx, TB5_KEP_EVENT_CREDITS);
+	kep = kep_alloc(ctx, false);
 	if (IS_ERR(kep))
 		return PTR_ERR(kep);
 	/*
-	 * Re-arm INCOMING before looking at the backlog, if the queue can
-	 * promise an entry for it: a connection that arrives while we look
-	 * is then reported (at worst needlessly), never lost, so "accept
-	 * until -EAGAIN" cannot miss one.
+	 * Re-arm INCOMING before looking at the backlog (the core's rule):
+	 * a connection that arrives while we look is then reported, never
+	 * lost, so "accept until -EAGAIN" cannot miss one.
 	 */
-	spin_lock_bh(&l->lock);
-	if (!l->incoming_armed && !l->event_credits &&
-	    !tb5_cq_reserve(ctx->cq, 1))
-		l->event_credits = 1;
-	l->incoming_armed = l->event_credits > 0;
-	spin_unlock_bh(&l->lock);
+	cq = ctx->cq;
+	spin_lock_bh(&cq->lock);
+	tb5_ep_rules_accepting(&l->rules, &cq->acct, tb5_cq_head(cq));
+	spin_unlock_bh(&cq->lock);
 	ret = tb5_accept(l->ep, kep, &ep);
 	if (ret) {
 		kep_discard(kep);
@@ -259,9 +273,9 @@ static int ioc_ep_query(struct tb5_ctx *ctx, struct tb5_ep_query *arg)
 	if (!kep)
 		return -EINVAL;
 	arg->state = tb5_ep_state(kep->ep);
-	spin_lock_bh(&kep->lock);
-	arg->error = kep->error;
-	spin_unlock_bh(&kep->lock);
+	spin_lock_bh(&ctx->cq->lock);
+	arg->error = tb5_ep_rules_error(&kep->rules);
+	spin_unlock_bh(&ctx->cq->lock);
 	arg->pad = 0;
 	return 0;
 }
@@ -273,38 +287,31 @@ static int post_one(struct tb5_ctx *ctx, const struct tb5_post_op *op)
 	struct tb5_kep *kep = kep_lookup(ctx, op->ep);
 	struct tb5_mr *mr = op->mem ? xa_load(&ctx->mrs, op->mem) : NULL;
 	bool send = op->op == TB5_OP_SEND;
-	/* Sends use slots 0..63, receives 64..127: each side has its 64. */
-	u32 first = send ? 0 : TB5_EP_MAX_OPS;
-	u32 end = first + TB5_EP_MAX_OPS;
+	struct tb5_cq *cq = ctx->cq;
 	struct tb5_mem mem;
 	u32 slot;
 	int ret;
 
+	BUILD_BUG_ON(TB5_OP_SEND != TB5_COMPLETION_SEND);
+	BUILD_BUG_ON(TB5_OP_RECV != TB5_COMPLETION_RECV);
 	if (op->op != TB5_OP_SEND && op->op != TB5_OP_RECV)
 		return -EINVAL;
-	if (!kep || kep->listener || !mr)
+	if (!kep || kep->rules.listener || !mr)
 		return -EINVAL;
 	if (op->len > TB5_UAPI_MSG_MAX)
 		return -EMSGSIZE;
 	if (op->offset > mr->len || op->len > mr->len - op->offset)
 		return -EINVAL;
-	ret = tb5_cq_reserve(ctx->cq, 1);
+
+	/* A completion entry first (-ENOSPC), then a slot (-EAGAIN). */
+	spin_lock_bh(&cq->lock);
+	ret = tb5_ep_rules_post(&kep->rules, &cq->acct, tb5_cq_head(cq),
+				op->op, op->user_data, mr, &slot);
+	if (!ret)
+		atomic_inc(&mr->inflight);
+	spin_unlock_bh(&cq->lock);
 	if (ret)
 		return ret;
-
-	spin_lock_bh(&kep->lock);
-	for (slot = first; slot < end; slot++)
-		if (!kep->ops[slot].mr)
-			break;
-	if (slot == end) {
-		spin_unlock_bh(&kep->lock);
-		tb5_cq_unreserve(ctx->cq, 1);
-		return -EAGAIN;
-	}
-	kep->ops[slot].mr = mr;
-	kep->ops[slot].user_data = op->user_data;
-	atomic_inc(&mr->inflight);
-	spin_unlock_bh(&kep->lock);
 
 	mem.region = mr;
 	mem.offset = op->offset;
@@ -313,11 +320,10 @@ static int post_one(struct tb5_ctx *ctx, const struct tb5_post_op *op)
 	else
 		ret = tb5_post_recv(kep->ep, &mem, op->len, op->tag, slot);
 	if (ret) {
-		spin_lock_bh(&kep->lock);
-		kep->ops[slot].mr = NULL;
-		atomic_dec(&mr->inflight);
-		spin_unlock_bh(&kep->lock);
-		tb5_cq_unreserve(ctx->cq, 1);
+		spin_lock_bh(&cq->lock);
+		if (tb5_ep_rules_unpost(&kep->rules, &cq->acct, slot))
+			atomic_dec(&mr->inflight);
+		spin_unlock_bh(&cq->lock);
 	}
 	return ret;
 }

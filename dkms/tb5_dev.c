@@ -248,26 +248,34 @@ static void tb5_dev_complete(void *priv, void *ep_ctx,
 			     const struct tb5_completion *c)
 {
 	struct tb5_kep *kep = ep_ctx;
+	struct tb5_cq *cq = kep->ctx->cq;
 	struct tb5_cqe ucqe = {};
-	struct tb5_kop *kop;
-
-	if (c->user_id >= TB5_KOPS)
-		return;
-	kop = &kep->ops[c->user_id];
-	spin_lock_bh(&kep->lock);
-	ucqe.user_data = kop->user_data;
-	if (kop->mr)
-		atomic_dec(&kop->mr->inflight);
-	kop->mr = NULL;
-	spin_unlock_bh(&kep->lock);
+	struct tb5_mr *mr;
+	void *region;
+	u32 index;
+	int ret;
 
 	ucqe.bytes = c->bytes;
 	ucqe.status = c->status;
 	ucqe.tag = c->tag;
 	ucqe.op = c->op == TB5_COMPLETION_SEND ? TB5_CQE_SEND : TB5_CQE_RECV;
 	ucqe.ep = kep->handle;
+	spin_lock_bh(&cq->lock);
 	/* The entry was reserved when the operation was posted. */
-	tb5_cq_produce(kep->ctx->cq, &ucqe);
+	ret = tb5_ep_rules_complete(&kep->rules, &cq->acct, tb5_cq_head(cq),
+				    c->user_id, &ucqe.user_data, &region,
+				    &index);
+	if (ret == -EINVAL) {
+		spin_unlock_bh(&cq->lock);
+		return;		/* no such operation: nothing to free */
+	}
+	mr = region;
+	atomic_dec(&mr->inflight);
+	if (!ret)
+		tb5_cq_write(cq, index, &ucqe);
+	spin_unlock_bh(&cq->lock);
+	if (!ret)
+		tb5_cq_wake(cq);
 }
 
 static void tb5_dev_event(void *priv, void *ep_ctx, enum tb5_event ev,
@@ -275,15 +283,15 @@ static void tb5_dev_event(void *priv, void *ep_ctx, enum tb5_event ev,
 {
 	struct tb5_kep *kep = ep_ctx;
 	struct tb5_ctx *ctx = kep->ctx;
+	struct tb5_cq *cq = ctx->cq;
 	struct tb5_cqe ucqe = {};
-	bool raise = false;
+	u32 index;
+	int raise;
 
 	if (ev == TB5_EV_RELEASED) {
-		spin_lock_bh(&kep->lock);
-		if (kep->event_credits)
-			tb5_cq_unreserve(ctx->cq, kep->event_credits);
-		kep->event_credits = 0;
-		spin_unlock_bh(&kep->lock);
+		spin_lock_bh(&cq->lock);
+		tb5_ep_rules_release(&kep->rules, &cq->acct);
+		spin_unlock_bh(&cq->lock);
 		kfree(kep);
 		/*
 		 * tb5_release() may free @ctx as soon as the count reaches
@@ -294,22 +302,6 @@ static void tb5_dev_event(void *priv, void *ep_ctx, enum tb5_event ev,
 			wake_up_var(&ctx->live_eps);
 		return;
 	}
-
-	spin_lock_bh(&kep->lock);
-	if (ev == TB5_EV_ERROR)
-		kep->error = status;
-	if (ev == TB5_EV_INCOMING) {
-		/* One INCOMING at a time: accept until -EAGAIN re-arms it. */
-		raise = kep->incoming_armed && kep->event_credits;
-		kep->incoming_armed = false;
-	} else {
-		raise = kep->event_credits > 0;
-	}
-	if (raise)
-		kep->event_credits--;
-	spin_unlock_bh(&kep->lock);
-	if (!raise)
-		return;
 
 	ucqe.status = status;
 	ucqe.op = TB5_CQE_EVENT;
@@ -328,7 +320,15 @@ static void tb5_dev_event(void *priv, void *ep_ctx, enum tb5_event ev,
 		ucqe.event = TB5_EVENT_ERROR;
 		break;
 	}
-	tb5_cq_produce(ctx->cq, &ucqe);
+	spin_lock_bh(&cq->lock);
+	/* One INCOMING at a time, and only with a credit: the core's rules. */
+	raise = tb5_ep_rules_event(&kep->rules, &cq->acct, tb5_cq_head(cq),
+				   ev, status, &index);
+	if (raise > 0)
+		tb5_cq_write(cq, index, &ucqe);
+	spin_unlock_bh(&cq->lock);
+	if (raise > 0)
+		tb5_cq_wake(cq);
 }
 
 const struct tb5_link_ops tb5_dev_link_ops = {

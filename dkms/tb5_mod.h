@@ -14,9 +14,9 @@
  *             the core can write it, and, where the backend has a DMA
  *             device (tb), mapped for that device so that TX frames are
  *             read straight from it (zero-copy transmit)
- *   tb5_kep   the module's side of a core endpoint: its handle, its slots
- *             for outstanding operations, the completion-queue entries it
- *             has reserved
+ *   tb5_kep   the module's side of a core endpoint: its handle, and its
+ *             rules (core/tb5_ctxrules.h): slots for outstanding
+ *             operations, the completion-queue entries it has reserved
  *   tb5_cq    the completion queue shared with user space
  */
 #ifndef TB5_MOD_H
@@ -34,14 +34,13 @@
 #include <linux/xarray.h>
 
 #include "tb5_core.h"
+#include "tb5_ctxrules.h"
 #include "tb5_ringmodel.h"
 #include "tb5_uapi.h"
 
 #define TB5_MAX_LINKS		256	/* minors reserved for /dev/tb5_<n> */
 #define TB5_DEV_INDEX_ANY	U32_MAX	/* tb5_dev_create(): the lowest free */
 #define TB5_LOOPBACK_MAX	16	/* loop pairs */
-#define TB5_KOPS		(2 * TB5_EP_MAX_OPS)	/* sends + receives */
-#define TB5_KEP_EVENT_CREDITS	2	/* events one endpoint can raise */
 
 extern unsigned int tb5_ring_size;
 extern struct class tb5_class;
@@ -112,14 +111,18 @@ struct tb5_dev {
 	struct list_head dma_mrs;
 };
 
+/*
+ * The completion queue. @lock, taken with bottom halves off, covers @acct
+ * and the rules (tb5_kep.rules) of every endpoint of the context: the
+ * core's rules of tb5_ctxrules.h run under it.
+ */
 struct tb5_cq {
-	spinlock_t lock;		/* taken with bottom halves off */
+	spinlock_t lock;
 	struct tb5_cq_ring *ring;	/* vmalloc_user(), mapped by mmap() */
 	struct tb5_cqe *entries;
 	size_t size;			/* bytes of the mapping */
-	u32 nentries;			/* a power of two */
-	u32 tail;			/* the producer index; the page's is a copy */
-	u32 reserved;			/* entries promised but not produced yet */
+	/* Size, producer index (the page's is a copy), promised entries. */
+	struct tb5_cq_acct acct;
 	wait_queue_head_t wait;
 };
 
@@ -160,22 +163,12 @@ struct tb5_mr {
 	struct list_head dma_node;	/* on tb5_dev.dma_mrs while mapped */
 };
 
-/* An operation the core holds on behalf of user space. */
-struct tb5_kop {
-	u64 user_data;
-	struct tb5_mr *mr;		/* NULL: slot free */
-};
-
 struct tb5_kep {
 	struct tb5_ctx *ctx;
 	struct tb5_ep *ep;		/* the core's; NULL once closed */
 	u32 handle;
-	bool listener;
-	bool incoming_armed;		/* listener: an INCOMING may be raised */
-	u32 event_credits;		/* completion entries reserved for events */
-	s32 error;			/* the status of the last error event */
-	spinlock_t lock;		/* ops[], credits, error */
-	struct tb5_kop ops[TB5_KOPS];
+	/* Operations (their regions: struct tb5_mr), credits; ctx->cq->lock. */
+	struct tb5_ep_rules rules;
 };
 
 /* tb5_dev.c */
@@ -212,9 +205,9 @@ void tb5_mr_dma_sync_for_device(const struct tb5_mr *mr, u64 offset, u32 len);
 /* tb5_cq.c */
 struct tb5_cq *tb5_cq_create(u32 entries);
 void tb5_cq_destroy(struct tb5_cq *cq);
-int tb5_cq_reserve(struct tb5_cq *cq, u32 n);
-void tb5_cq_unreserve(struct tb5_cq *cq, u32 n);
-void tb5_cq_produce(struct tb5_cq *cq, const struct tb5_cqe *cqe);
+u32 tb5_cq_head(struct tb5_cq *cq);
+void tb5_cq_write(struct tb5_cq *cq, u32 index, const struct tb5_cqe *cqe);
+void tb5_cq_wake(struct tb5_cq *cq);
 bool tb5_cq_readable(struct tb5_cq *cq);
 int tb5_cq_mmap(struct tb5_cq *cq, struct vm_area_struct *vma);
 
