@@ -11,10 +11,30 @@
 #include "backends.hpp"
 #include "error.hpp"
 #include "objects.hpp"
+#include "tb5_ctxrules.h"
 
 #ifndef TB5_VERSION_STRING
 #error "TB5_VERSION_STRING must come from the build"
 #endif
+
+uint32_t tb5::cq_entries()
+{
+	const char *e = getenv("TB5_CQ_ENTRIES");
+
+	if (!e || !*e)
+		return TB5_CQ_ENTRIES_DEFAULT;
+	unsigned long long v = strtoull(e, nullptr, 0);
+
+	// Out of range reads as 0, which both backends refuse.
+	return v > UINT32_MAX ? 0 : uint32_t(v);
+}
+
+int tb5::fail_cq_full(const char *name, uint32_t entries, const char *what)
+{
+	return fail(-ENOSPC, "%s: %s: the completion queue (%u entries) has no "
+		    "entry left to promise; poll completions, then try again",
+		    name, what, entries);
+}
 
 namespace {
 

@@ -3,11 +3,22 @@
 // backends.hpp - what api.cc needs from each backend.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "objects.hpp"
 
 namespace tb5 {
+
+// The completion queue a device asks for, in entries: TB5_CQ_ENTRIES if set,
+// else TB5_CQ_ENTRIES_DEFAULT. One number for both backends, which refuse
+// (-EINVAL) what is not a power of two in 64..65536 by the same rule
+// (tb5_cq_acct_init() of the core).
+uint32_t cq_entries();
+// -ENOSPC with the same message from both backends: @what (a post, a
+// listen...) on the device of link @name found no completion queue entry
+// left to promise.
+int fail_cq_full(const char *name, uint32_t entries, const char *what);
 
 namespace kernel {
 int list_links(std::vector<tb5_link_info> &out);

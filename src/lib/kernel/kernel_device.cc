@@ -48,10 +48,6 @@ static_assert(TB5_OP_SEND == TB5_POST_SEND && TB5_OP_RECV == TB5_POST_RECV);
 namespace tb5::kernel {
 namespace {
 
-// Completion queue entries: room for many endpoints' reservations (each
-// reserves one entry per outstanding operation and two for events).
-constexpr uint32_t kCqEntries = 16384;
-
 struct KernelMr : tb5_mr {
 	uint32_t handle;
 	KernelMr(tb5_device *d, uint64_t l, uint32_t h) : tb5_mr(d, l), handle(h) {}
@@ -166,9 +162,7 @@ int KernelDevice::init()
 		return fail(ret, "%s: TB5_IOC_GET_INFO: %s", name_.c_str(),
 			    strerror(-ret));
 	tb5_cq_create cc = {};
-	cc.entries = kCqEntries;
-	if (const char *e = getenv("TB5_CQ_ENTRIES"))
-		cc.entries = uint32_t(strtoul(e, nullptr, 0));
+	cc.entries = cq_entries();
 	ret = ioc(TB5_IOC_CQ_CREATE, &cc);
 	if (ret)
 		return fail(ret, "%s: TB5_IOC_CQ_CREATE(%u entries): %s",
@@ -359,6 +353,8 @@ int KernelDevice::listen(uint64_t service, uint32_t flags, uint64_t context,
 	if (ret == -EADDRINUSE)
 		return fail(ret, "%s: service %#llx has a listener already",
 			    name_.c_str(), (unsigned long long)service);
+	if (ret == -ENOSPC)
+		return fail_cq_full(name_.c_str(), ring_->entries, "listen");
 	if (ret)
 		return fail(ret, "%s: TB5_IOC_LISTEN: %s", name_.c_str(),
 			    strerror(-ret));
@@ -414,6 +410,8 @@ int KernelDevice::connect(const tb5_address &addr, uint64_t context,
 	cn.cookie = addr.cookie;
 	std::lock_guard lk(mu_);
 	ret = ioc(TB5_IOC_CONNECT, &cn);
+	if (ret == -ENOSPC)
+		return fail_cq_full(name_.c_str(), ring_->entries, "connect");
 	if (ret)
 		return fail(ret, "%s: TB5_IOC_CONNECT: %s", name_.c_str(),
 			    strerror(-ret));
@@ -432,6 +430,8 @@ int KernelDevice::accept(tb5_endpoint *listener, uint64_t context,
 
 	if (ret == -EAGAIN)
 		return ret;
+	if (ret == -ENOSPC)
+		return fail_cq_full(name_.c_str(), ring_->entries, "accept");
 	if (ret)
 		return fail(ret, "%s: TB5_IOC_ACCEPT: %s", name_.c_str(),
 			    strerror(-ret));
@@ -471,8 +471,11 @@ int KernelDevice::state(tb5_endpoint *ep, int *error)
 	if (ret)
 		return fail(ret, "%s: TB5_IOC_EP_QUERY: %s", name_.c_str(),
 			    strerror(-ret));
+	// A failed endpoint says why: the status of its last error event,
+	// -ENOTCONN if it had none (the simulator's rule too).
 	if (error)
-		*error = q.error;
+		*error = q.error ? q.error :
+			 q.state == TB5_EP_STATE_ERROR ? -ENOTCONN : 0;
 	return int(q.state);
 }
 
@@ -507,6 +510,9 @@ int KernelDevice::post(const tb5_op *ops, size_t count, size_t *posted)
 			*posted = done;
 			if (ret == -EAGAIN)
 				return ret;	// the busy path: no message
+			if (ret == -ENOSPC)
+				return fail_cq_full(name_.c_str(), ring_->entries,
+						    "post");
 			return fail(ret, "%s: TB5_IOC_POST: %s", name_.c_str(),
 				    strerror(-ret));
 		}

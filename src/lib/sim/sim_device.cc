@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -23,6 +22,7 @@
 #include "sim/fabric.hpp"
 #include "sim/sim_config.hpp"
 #include "sim/sim_link.hpp"
+#include "tb5_ctxrules.h"
 
 static_assert(TB5_WC_CONNECTED == TB5_EV_CONNECTED &&
 	      TB5_WC_INCOMING == TB5_EV_INCOMING &&
@@ -30,6 +30,8 @@ static_assert(TB5_WC_CONNECTED == TB5_EV_CONNECTED &&
 	      TB5_WC_ERROR == TB5_EV_ERROR);
 static_assert(TB5_WC_SEND == TB5_COMPLETION_SEND &&
 	      TB5_WC_RECV == TB5_COMPLETION_RECV);
+static_assert(TB5_POST_SEND == TB5_COMPLETION_SEND &&
+	      TB5_POST_RECV == TB5_COMPLETION_RECV);
 static_assert(TB5_ENDPOINT_LISTENING == TB5_EP_LISTENING &&
 	      TB5_ENDPOINT_CONNECTING == TB5_EP_CONNECTING &&
 	      TB5_ENDPOINT_CONNECTED == TB5_EP_CONNECTED &&
@@ -199,9 +201,26 @@ int get_host(Host **out)
 
 // --- devices ---
 
+// The completion queue: a ring of entries, bounded and accounted by the
+// core's rules (tb5_ctxrules.h) exactly as the module's queue is. Entries
+// of an endpoint closed since they were produced stay in the ring with no
+// endpoint (ep NULL) until poll() passes them, as the module's stay until
+// libtb5 drops them.
 struct Cq {
-	std::mutex mu;
-	std::deque<tb5_wc> q;
+	std::mutex mu;		// all below, and every endpoint's rules
+	tb5_cq_acct acct = {};
+	uint32_t head = 0;	// the consumer's index
+	std::vector<tb5_wc> ring;
+
+	int init(uint32_t entries)
+	{
+		int ret = tb5_cq_acct_init(&acct, entries);
+
+		if (!ret)
+			ring.assign(entries, tb5_wc{});
+		return ret;
+	}
+	bool empty() const { return head == acct.tail; }
 };
 
 struct SimMr : tb5_mr {
@@ -213,75 +232,41 @@ struct SimMr : tb5_mr {
 	}
 };
 
-struct OpSlot {
-	uint64_t user_data;
-	SimMr *mr;
-	uint32_t next_free;
-};
-
-constexpr uint32_t kSlots = 2 * TB5_EP_MAX_OPS;	// sends + receives
-
 struct SimEp : tb5_endpoint {
 	std::shared_ptr<Cq> cq;
 	std::shared_ptr<std::atomic<int>> live;	// the device's live endpoints
 	HostSlot *doorbell;
 	struct tb5_ep *core = nullptr;
-	bool listener = false;
 	bool closed = false;			// under cq->mu
-	// A listener reports TB5_WC_INCOMING once, then again only after an
-	// accept (the kernel module's rule: accept until -EAGAIN).
-	std::atomic<bool> incoming_armed{ true };
+	// Operation slots, event credits, the INCOMING rule: the core's,
+	// shared with the module (accept until -EAGAIN). Under cq->mu.
+	tb5_ep_rules rules = {};
 	uint64_t local_host = 0;
-
-	std::mutex slot_mu;
-	OpSlot slots[kSlots];
-	uint32_t free_head = 0;
 
 	SimEp(tb5_device *d, uint64_t ctx, std::shared_ptr<Cq> q,
 	      std::shared_ptr<std::atomic<int>> l, HostSlot *db)
 		: tb5_endpoint(d, ctx), cq(std::move(q)), live(std::move(l)),
 		  doorbell(db)
 	{
-		for (uint32_t i = 0; i < kSlots; i++)
-			slots[i].next_free = i + 1;
 		live->fetch_add(1);
 	}
 	~SimEp() override { live->fetch_sub(1); }
 
-	int take_slot(uint64_t user_data, SimMr *mr)
+	// Give back what the rules hold on the queue (released, or never
+	// given to the core).
+	void release()
 	{
-		std::lock_guard lk(slot_mu);
+		std::lock_guard lk(cq->mu);
 
-		if (free_head >= kSlots)
-			return -EAGAIN;
-		uint32_t i = free_head;
-
-		free_head = slots[i].next_free;
-		slots[i].user_data = user_data;
-		slots[i].mr = mr;
-		mr->inflight.fetch_add(1, std::memory_order_relaxed);
-		return int(i);
+		tb5_ep_rules_release(&rules, &cq->acct);
 	}
-	OpSlot put_slot(uint32_t i)
+	// Write @wc at @index of the ring (cq->mu held): the core's rules
+	// produced it. A closed endpoint's entry is written without it.
+	void write(uint32_t index, tb5_wc wc)
 	{
-		std::lock_guard lk(slot_mu);
-		OpSlot s = slots[i];
-
-		slots[i].next_free = free_head;
-		free_head = i;
-		s.mr->inflight.fetch_sub(1, std::memory_order_release);
-		return s;
-	}
-	void push(const tb5_wc &wc)
-	{
-		{
-			std::lock_guard lk(cq->mu);
-
-			if (closed)
-				return;
-			cq->q.push_back(wc);
-		}
-		ring_doorbell(*doorbell);
+		if (closed)
+			wc.ep = nullptr;
+		cq->ring[index] = wc;
 	}
 };
 
@@ -295,6 +280,24 @@ public:
 		host_->devices++;
 	}
 	~SimDevice() override;
+
+	// The completion queue, sized as the module's (tb5::cq_entries()).
+	int init()
+	{
+		uint32_t entries = cq_entries();
+		int ret = cq_->init(entries);
+		tb5_link_info info;
+
+		if (ret) {
+			link_->describe(info);
+			return fail(ret, "%s: a completion queue of %u entries: "
+				    "the simulator and the module take a power "
+				    "of two in %u..%u (TB5_CQ_ENTRIES)",
+				    info.name, entries, TB5_CQ_ENTRIES_MIN,
+				    TB5_CQ_ENTRIES_MAX);
+		}
+		return 0;
+	}
 
 	int query(tb5_link_info *info) override
 	{
@@ -371,10 +374,32 @@ public:
 
 private:
 	int post_ops(const tb5_op *ops, size_t count, size_t *posted);
-	std::unique_ptr<SimEp> new_ep(uint64_t context)
+	// A new endpoint with its event credits reserved; -ENOSPC (the
+	// module's error) when the queue cannot promise them.
+	int new_ep(uint64_t context, bool listener, const char *what,
+		   std::unique_ptr<SimEp> &out)
 	{
-		return std::make_unique<SimEp>(this, context, cq_, live_,
-					       &link_->my_doorbell());
+		auto e = std::make_unique<SimEp>(this, context, cq_, live_,
+						 &link_->my_doorbell());
+		int ret;
+
+		{
+			std::lock_guard lk(cq_->mu);
+
+			ret = tb5_ep_rules_open(&e->rules, &cq_->acct,
+						cq_->head, listener);
+		}
+		if (ret)
+			return cq_full(what);
+		out = std::move(e);
+		return 0;
+	}
+	int cq_full(const char *what)
+	{
+		tb5_link_info info;
+
+		link_->describe(info);
+		return fail_cq_full(info.name, cq_->acct.entries, what);
 	}
 	void adopt(SimEp *e)
 	{
@@ -398,17 +423,21 @@ private:
 int SimDevice::listen(uint64_t service, uint32_t flags, uint64_t context,
 		      tb5_endpoint **ep)
 {
-	auto e = new_ep(context);
-	int ret = tb5_listen(link_->core(), service,
-			     (flags & TB5_LISTEN_WELL_KNOWN) ? TB5_LF_WELL_KNOWN : 0,
-			     e.get(), &e->core);
+	std::unique_ptr<SimEp> e;
+	int ret = new_ep(context, true, "listen", e);
 
+	if (ret)
+		return ret;
+	ret = tb5_listen(link_->core(), service,
+			 (flags & TB5_LISTEN_WELL_KNOWN) ? TB5_LF_WELL_KNOWN : 0,
+			 e.get(), &e->core);
+	if (ret)
+		e->release();
 	if (ret == -EADDRINUSE)
 		return fail(ret, "service %#llx has a listener on this link "
 			    "already", (unsigned long long)service);
 	if (ret)
 		return fail(ret, "listen: %s", strerror(-ret));
-	e->listener = true;
 	*ep = e.get();
 	adopt(e.release());
 	return 0;
@@ -420,7 +449,7 @@ int SimDevice::address(tb5_endpoint *listener, tb5_address *addr)
 	struct tb5_addr a;
 	tb5_link_info info;
 
-	if (!e->listener || tb5_listen_addr(e->core, &a))
+	if (!e->rules.listener || tb5_listen_addr(e->core, &a))
 		return fail(-EINVAL, "only a listener has an address");
 	link_->describe(info);
 	addr->host = info.local_host;
@@ -446,13 +475,19 @@ int SimDevice::connect(const tb5_address &addr, uint64_t context,
 				    (unsigned long long)info.peer_host,
 				    (unsigned long long)addr.host);
 	}
-	auto e = new_ep(context);
-	struct tb5_addr a = { addr.service, addr.cookie };
-	int ret = tb5_connect(link_->core(), &a, e.get(), &e->core);
+	std::unique_ptr<SimEp> e;
+	int ret = new_ep(context, false, "connect", e);
 
-	link_->flush();
 	if (ret)
+		return ret;
+	struct tb5_addr a = { addr.service, addr.cookie };
+
+	ret = tb5_connect(link_->core(), &a, e.get(), &e->core);
+	link_->flush();
+	if (ret) {
+		e->release();
 		return fail(ret, "connect on %s: %s", info.name, strerror(-ret));
+	}
 	*ep = e.get();
 	adopt(e.release());
 	return 0;
@@ -463,16 +498,23 @@ int SimDevice::accept(tb5_endpoint *listener, uint64_t context,
 {
 	auto *l = static_cast<SimEp *>(listener);
 
-	if (!l->listener)
+	if (!l->rules.listener)
 		return fail(-EINVAL, "accept needs a listener");
-	auto e = new_ep(context);
+	std::unique_ptr<SimEp> e;
+	int ret = new_ep(context, false, "accept", e);
 
-	// Armed before the core looks: a connection arriving meanwhile is
-	// reported (perhaps needlessly), never lost.
-	l->incoming_armed.store(true);
-	int ret = tb5_accept(l->core, e.get(), &e->core);
+	if (ret)
+		return ret;
+	{
+		// Re-armed before the core looks (the core's rule).
+		std::lock_guard lk(cq_->mu);
 
+		tb5_ep_rules_accepting(&l->rules, &cq_->acct, cq_->head);
+	}
+	ret = tb5_accept(l->core, e.get(), &e->core);
 	link_->flush();
+	if (ret)
+		e->release();
 	if (ret == -EAGAIN)
 		return ret;
 	if (ret)
@@ -493,13 +535,14 @@ int SimDevice::close(tb5_endpoint *ep)
 			return fail(-EINVAL, "not an open endpoint of this device");
 	}
 	{
+		// Its entries keep their places in the ring, without it.
 		std::lock_guard lk(cq_->mu);
-		auto &q = cq_->q;
+		const uint32_t mask = cq_->acct.entries - 1;
 
 		e->closed = true;
-		q.erase(std::remove_if(q.begin(), q.end(),
-				       [e](const tb5_wc &w) { return w.ep == e; }),
-			q.end());
+		for (uint32_t i = cq_->head; i != cq_->acct.tail; i++)
+			if (cq_->ring[i & mask].ep == e)
+				cq_->ring[i & mask].ep = nullptr;
 	}
 	// The core reports TB5_EV_RELEASED last, which frees @e, possibly
 	// inside this call.
@@ -516,7 +559,14 @@ int SimDevice::state(tb5_endpoint *ep, int *error)
 
 	link_->progress();
 	st = int(tb5_ep_state(e->core));
-	if (error && st == TB5_ENDPOINT_FAILED)
+	// The status of its last error event, -ENOTCONN if it failed
+	// without one (the kernel backend's rule too).
+	if (error) {
+		std::lock_guard lk(cq_->mu);
+
+		*error = tb5_ep_rules_error(&e->rules);
+	}
+	if (error && !*error && st == TB5_ENDPOINT_FAILED)
 		*error = -ENOTCONN;
 	return st;
 }
@@ -537,18 +587,38 @@ int SimDevice::post_ops(const tb5_op *ops, size_t count, size_t *posted)
 		const tb5_op &o = ops[i];
 		auto *e = static_cast<SimEp *>(o.ep);
 		auto *m = static_cast<SimMr *>(o.mr);
-		int slot = e->take_slot(o.user_data, m);
+		uint32_t slot;
+		int ret;
 
-		if (slot < 0) {
+		{
+			// A queue entry (-ENOSPC), then a slot (-EAGAIN).
+			std::lock_guard lk(cq_->mu);
+
+			ret = tb5_ep_rules_post(&e->rules, &cq_->acct, cq_->head,
+						o.kind, o.user_data, m, &slot);
+			if (!ret)
+				m->inflight.fetch_add(1, std::memory_order_relaxed);
+		}
+		if (ret) {
 			*posted = i;
-			return slot;
+			if (ret == -EAGAIN)
+				return ret;
+			if (ret == -ENOSPC)
+				return cq_full("post");
+			return fail(ret, "posting on a listener");
 		}
 		struct tb5_mem mem = { nullptr, uint64_t(uintptr_t(m->base + o.offset)) };
-		int ret = o.kind == TB5_POST_SEND ?
-				  tb5_post_send(e->core, &mem, o.len, o.tag, uint64_t(slot)) :
-				  tb5_post_recv(e->core, &mem, o.len, o.tag, uint64_t(slot));
+
+		ret = o.kind == TB5_POST_SEND ?
+			      tb5_post_send(e->core, &mem, o.len, o.tag, slot) :
+			      tb5_post_recv(e->core, &mem, o.len, o.tag, slot);
 		if (ret) {
-			e->put_slot(uint32_t(slot));
+			{
+				std::lock_guard lk(cq_->mu);
+
+				if (tb5_ep_rules_unpost(&e->rules, &cq_->acct, slot))
+					m->inflight.fetch_sub(1, std::memory_order_release);
+			}
 			*posted = i;
 			if (ret == -EAGAIN)
 				return ret;
@@ -569,9 +639,13 @@ int SimDevice::poll(tb5_wc *wc, int max)
 	if (polls_.fetch_add(1, std::memory_order_relaxed) % kOthersEvery == 0)
 		host_->progress_others(link_);
 	std::lock_guard lk(cq_->mu);
-	while (n < max && !cq_->q.empty()) {
-		wc[n++] = cq_->q.front();
-		cq_->q.pop_front();
+	const uint32_t mask = cq_->acct.entries - 1;
+
+	while (n < max && !cq_->empty()) {
+		const tb5_wc &w = cq_->ring[cq_->head++ & mask];
+
+		if (w.ep)	// else its endpoint was closed: dropped
+			wc[n++] = w;
 	}
 	return n;
 }
@@ -588,7 +662,7 @@ int SimDevice::wait(int timeout_ms)
 		host_->progress_others(link_);
 		{
 			std::lock_guard lk(cq_->mu);
-			if (!cq_->q.empty())
+			if (!cq_->empty())
 				return 0;
 		}
 		uint32_t seen = db.doorbell.load(std::memory_order_acquire);
@@ -598,7 +672,7 @@ int SimDevice::wait(int timeout_ms)
 		bool busy = host_->any_work();
 		{
 			std::lock_guard lk(cq_->mu);
-			busy = busy || !cq_->q.empty();
+			busy = busy || !cq_->empty();
 		}
 		int slice = 100;	// wake now and then to see a peer die
 
@@ -655,36 +729,62 @@ SimDevice::~SimDevice()
 void deliver_completion(void *ep_ctx, const struct tb5_completion *c)
 {
 	auto *e = static_cast<SimEp *>(ep_ctx);
-	OpSlot s = e->put_slot(uint32_t(c->user_id));
 	tb5_wc wc = {};
+	void *region;
+	uint32_t index;
+	int ret;
 
-	wc.user_data = s.user_data;
 	wc.bytes = c->bytes;
 	wc.status = c->status;
 	wc.tag = c->tag;
 	wc.kind = uint16_t(c->op);
 	wc.ep = e;
-	e->push(wc);
+	{
+		std::lock_guard lk(e->cq->mu);
+
+		// The entry was reserved when the operation was posted.
+		ret = tb5_ep_rules_complete(&e->rules, &e->cq->acct, e->cq->head,
+					    c->user_id, &wc.user_data, &region,
+					    &index);
+		if (ret == -EINVAL)
+			return;		// no such operation
+		static_cast<SimMr *>(region)->inflight.fetch_sub(
+			1, std::memory_order_release);
+		if (!ret)
+			e->write(index, wc);
+	}
+	if (!ret)
+		ring_doorbell(*e->doorbell);
 }
 
 void deliver_event(void *ep_ctx, enum tb5_event ev, int status)
 {
 	auto *e = static_cast<SimEp *>(ep_ctx);
+	tb5_wc wc = {};
+	uint32_t index;
+	int raise;
 
 	if (ev == TB5_EV_RELEASED) {
+		e->release();
 		delete e;
 		return;
 	}
-	if (ev == TB5_EV_INCOMING && !e->incoming_armed.exchange(false))
-		return;		// reported already, and not accepted since
-	tb5_wc wc = {};
-
 	wc.user_data = e->context;
 	wc.status = status;
 	wc.kind = TB5_WC_EVENT;
 	wc.event = uint16_t(ev);
 	wc.ep = e;
-	e->push(wc);
+	{
+		// One INCOMING until the next accept, and only with a credit.
+		std::lock_guard lk(e->cq->mu);
+
+		raise = tb5_ep_rules_event(&e->rules, &e->cq->acct, e->cq->head,
+					   ev, status, &index);
+		if (raise > 0)
+			e->write(index, wc);
+	}
+	if (raise > 0)
+		ring_doorbell(*e->doorbell);
 }
 
 bool selected()
@@ -723,7 +823,12 @@ int open(const char *name, tb5_device **dev)
 
 		l->describe(info);
 		if (!strcmp(info.name, name)) {
-			*dev = new SimDevice(h, l.get());
+			auto d = std::make_unique<SimDevice>(h, l.get());
+
+			ret = d->init();
+			if (ret)
+				return ret;
+			*dev = d.release();
 			return 0;
 		}
 	}
