@@ -34,6 +34,7 @@ int tb5_ep_install(struct tb5_link *link, struct tb5_ep *ep)
 	uint32_t max = link->cfg.max_endpoints;
 	uint32_t i, index;
 
+	tb5_os_assert_held(link->lock);
 	for (i = 0; i < max; i++) {
 		index = (link->ep_hint + i) % max + 1;
 		if (!link->eps[index])
@@ -55,6 +56,7 @@ static void ep_uninstall(struct tb5_ep *ep)
 {
 	struct tb5_link *link = ep->link;
 
+	tb5_os_assert_held(link->lock);
 	if (ep->on_work) {
 		tb5_list_del(&ep->work);
 		ep->on_work = false;
@@ -71,6 +73,7 @@ void tb5_ep_try_release(struct tb5_ep *ep)
 {
 	struct tb5_link *link = ep->link;
 
+	tb5_os_assert_held(link->lock);
 	if (!ep->closed || ep->tx_refs || ep->need_close || ep->need_accept ||
 	    (link->txb.active && link->txb.ep == ep))
 		return;
@@ -84,6 +87,7 @@ void tb5_ep_release_now(struct tb5_ep *ep, int32_t status)
 {
 	struct tb5_link *link = ep->link;
 
+	tb5_os_assert_held(link->lock);
 	tb5_ep_cancel_ops(ep, status);
 	ep->tx_refs = 0;
 	ep->need_close = false;
@@ -102,6 +106,7 @@ void tb5_ep_fail(struct tb5_ep *ep, uint8_t state, int32_t status)
 {
 	struct tb5_link *link = ep->link;
 
+	tb5_os_assert_held(link->lock);
 	ep->state = state;
 	ep->error = status;
 	ep->need_connect = false;
@@ -118,6 +123,7 @@ static struct tb5_ep *find_listener(struct tb5_link *link, uint64_t service)
 {
 	uint32_t i;
 
+	tb5_os_assert_held(link->lock);
 	for (i = 1; i <= link->cfg.max_endpoints; i++) {
 		struct tb5_ep *ep = link->eps[i];
 
@@ -314,6 +320,7 @@ int tb5_ep_tx_control(struct tb5_ep *ep)
 	struct tb5_wire_msg m;
 	int ret;
 
+	tb5_os_assert_held(link->lock);
 	memset(&m, 0, sizeof(m));
 	m.src = ep->id;
 	if (ep->need_connect) {
@@ -344,6 +351,7 @@ int tb5_ep_tx_close(struct tb5_ep *ep)
 	struct tb5_wire_msg m;
 	int ret;
 
+	tb5_os_assert_held(ep->link->lock);
 	tb5_ep_msg(ep, TB5_WIRE_CLOSE, &m);
 	m.u.close.status = -ECONNRESET;
 	ret = tb5_send_header(ep->link, &m, TB5_EOF_LAST, 0);
@@ -357,6 +365,7 @@ void tb5_rx_connect(struct tb5_link *link, const struct tb5_wire_msg *m)
 	struct tb5_ep *l = find_listener(link, m->u.connect.service);
 	struct tb5_pending_conn *pc;
 
+	tb5_os_assert_held(link->lock);
 	if (!m->src) {
 		tb5_rx_error(link, TB5_DROP_MALFORMED,
 			     "CONNECT without a source endpoint");
@@ -379,6 +388,7 @@ void tb5_rx_accept(struct tb5_link *link, const struct tb5_wire_msg *m)
 {
 	struct tb5_ep *ep = tb5_ep_lookup(link, m->dst);
 
+	tb5_os_assert_held(link->lock);
 	if (!m->src) {
 		tb5_rx_error(link, TB5_DROP_MALFORMED,
 			     "ACCEPT without a source endpoint");
@@ -405,6 +415,7 @@ void tb5_rx_reject(struct tb5_link *link, const struct tb5_wire_msg *m)
 {
 	struct tb5_ep *ep = tb5_ep_lookup(link, m->dst);
 
+	tb5_os_assert_held(link->lock);
 	if (!ep || ep->state != TB5_EP_CONNECTING ||
 	    ep->conn_cookie != m->u.reject.conn_cookie) {
 		tb5_rx_drop(link, TB5_DROP_UNKNOWN_CONN);
@@ -419,6 +430,7 @@ void tb5_rx_close(struct tb5_link *link, const struct tb5_wire_msg *m)
 {
 	struct tb5_ep *ep = tb5_ep_lookup(link, m->dst);
 
+	tb5_os_assert_held(link->lock);
 	if (!ep || ep->state != TB5_EP_CONNECTED || ep->peer_id != m->src) {
 		tb5_rx_drop(link, TB5_DROP_UNKNOWN_CONN);
 		return;

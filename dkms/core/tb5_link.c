@@ -31,6 +31,7 @@ int32_t tb5_sanitize_status(int32_t status, int32_t fallback)
 void tb5_rx_error(struct tb5_link *link, enum tb5_drop_kind kind,
 		  const char *what)
 {
+	tb5_os_assert_held(link->lock);
 	link->stats.rx_errors++;
 	link->stats.drops[kind]++;
 	tb5_os_log(TB5_LOG_DEBUG, "link %llx: dropped frame: %s",
@@ -40,6 +41,7 @@ void tb5_rx_error(struct tb5_link *link, enum tb5_drop_kind kind,
 /* A frame dropped without blame (its endpoint is gone): rx_dropped. */
 void tb5_rx_drop(struct tb5_link *link, enum tb5_drop_kind kind)
 {
+	tb5_os_assert_held(link->lock);
 	link->stats.rx_dropped++;
 	link->stats.drops[kind]++;
 }
@@ -60,6 +62,7 @@ void tb5_link_unlock(struct tb5_link *link)
 {
 	struct tb5_list dead;
 
+	tb5_os_assert_held(link->lock);
 	tb5_list_init(&dead);
 	if (!tb5_list_empty(&link->graveyard)) {
 		dead.next = link->graveyard.next;
@@ -131,6 +134,7 @@ static void link_drop_tx(struct tb5_link *link, int32_t status)
 {
 	uint32_t i;
 
+	tb5_os_assert_held(link->lock);
 	link->txb.active = false;
 	link->txb.ep = NULL;
 	link->rxb.active = false;
@@ -177,6 +181,7 @@ static void link_reset_connections(struct tb5_link *link, int32_t status)
 {
 	uint32_t i;
 
+	tb5_os_assert_held(link->lock);
 	for (i = 1; i <= link->cfg.max_endpoints; i++) {
 		struct tb5_ep *ep = link->eps[i];
 
@@ -247,6 +252,7 @@ struct tb5_ep *tb5_ep_lookup(struct tb5_link *link, uint32_t id)
 	uint32_t index = TB5_EP_INDEX(id);
 	struct tb5_ep *ep;
 
+	tb5_os_assert_held(link->lock);
 	if (!index || index > link->cfg.max_endpoints)
 		return NULL;
 	ep = link->eps[index];
@@ -257,6 +263,7 @@ struct tb5_ep *tb5_ep_lookup(struct tb5_link *link, uint32_t id)
 
 void tb5_ep_schedule(struct tb5_ep *ep)
 {
+	tb5_os_assert_held(ep->link->lock);
 	if (!ep->on_work && tb5_ep_has_tx_work(ep)) {
 		tb5_list_add_tail(&ep->work, &ep->link->work);
 		ep->on_work = true;
@@ -265,8 +272,10 @@ void tb5_ep_schedule(struct tb5_ep *ep)
 
 static int link_tx(struct tb5_link *link, const struct tb5_tx_frame *f)
 {
-	int ret = link->ops->tx(link->priv, f);
+	int ret;
 
+	tb5_os_assert_held(link->lock);
+	ret = link->ops->tx(link->priv, f);
 	if (ret) {
 		/* Anything but a full ring is the backend's trouble: stall too. */
 		link->stats.tx_stalls++;
@@ -284,6 +293,7 @@ int tb5_send_header(struct tb5_link *link, const struct tb5_wire_msg *msg,
 {
 	struct tb5_tx_frame f;
 
+	tb5_os_assert_held(link->lock);
 	memset(&f, 0, sizeof(f));
 	f.sof = TB5_SOF_HEADER;
 	f.eof = eof;
@@ -299,6 +309,7 @@ int tb5_txb_continue(struct tb5_link *link)
 	struct tb5_tx_frame f;
 	int ret;
 
+	tb5_os_assert_held(link->lock);
 	memset(&f, 0, sizeof(f));
 	f.sof = TB5_SOF_PAYLOAD;
 	while (link->txb.left) {
@@ -326,6 +337,7 @@ void tb5_queue_reply(struct tb5_link *link, uint8_t type, uint32_t dst,
 {
 	struct tb5_reply *r;
 
+	tb5_os_assert_held(link->lock);
 	if (link->reply_count == TB5_REPLIES_MAX) {
 		/* A peer that floods us with requests loses some answers. */
 		link->stats.rx_errors++;
@@ -346,6 +358,7 @@ static int send_hello(struct tb5_link *link)
 {
 	struct tb5_wire_msg m;
 
+	tb5_os_assert_held(link->lock);
 	memset(&m, 0, sizeof(m));
 	m.type = TB5_WIRE_HELLO;
 	m.u.hello.host_id = link->cfg.host_id;
@@ -358,6 +371,7 @@ static int send_reply(struct tb5_link *link, const struct tb5_reply *r)
 {
 	struct tb5_wire_msg m;
 
+	tb5_os_assert_held(link->lock);
 	memset(&m, 0, sizeof(m));
 	m.type = r->type;
 	m.dst = r->dst;
@@ -373,6 +387,7 @@ static int send_reply(struct tb5_link *link, const struct tb5_reply *r)
 
 void tb5_pump(struct tb5_link *link)
 {
+	tb5_os_assert_held(link->lock);
 	if (link->state == TB5_LINK_DOWN)
 		return;
 	for (;;) {
@@ -423,6 +438,7 @@ static void rx_hello(struct tb5_link *link, const struct tb5_wire_msg *m)
 {
 	bool known = link->state == TB5_LINK_READY;
 
+	tb5_os_assert_held(link->lock);
 	if (known && m->u.hello.host_id == link->peer_host &&
 	    m->u.hello.epoch == link->peer_epoch)
 		return;
@@ -445,6 +461,7 @@ static void rx_header(struct tb5_link *link, uint8_t eof, const void *data,
 {
 	struct tb5_wire_msg m;
 
+	tb5_os_assert_held(link->lock);
 	if (tb5_wire_decode(data, len, &m)) {
 		tb5_rx_error(link, TB5_DROP_MALFORMED, "bad header");
 		return;

@@ -39,6 +39,7 @@ static void report(struct tb5_ep *ep, uint32_t op, uint64_t user_id,
 	struct tb5_link *link = ep->link;
 	struct tb5_completion cqe;
 
+	tb5_os_assert_held(link->lock);
 	memset(&cqe, 0, sizeof(cqe));
 	cqe.user_id = user_id;
 	cqe.bytes = status ? 0 : bytes;
@@ -54,6 +55,7 @@ static void report(struct tb5_ep *ep, uint32_t op, uint64_t user_id,
 
 static void complete_send(struct tb5_ep *ep, struct tb5_send *s, int32_t status)
 {
+	tb5_os_assert_held(ep->link->lock);
 	if (s->state == TB5_SEND_MATCHED)
 		ep->matched--;
 	s->state = TB5_SEND_FREE;
@@ -62,12 +64,14 @@ static void complete_send(struct tb5_ep *ep, struct tb5_send *s, int32_t status)
 
 static void complete_recv(struct tb5_ep *ep, struct tb5_recv *r, int32_t status)
 {
+	tb5_os_assert_held(ep->link->lock);
 	r->state = TB5_RECV_FREE;
 	report(ep, TB5_COMPLETION_RECV, r->user_id, r->msg_len, r->tag, status);
 }
 
 bool tb5_ep_has_tx_work(const struct tb5_ep *ep)
 {
+	tb5_os_assert_held(ep->link->lock);
 	if (ep->need_connect || ep->need_accept || ep->need_close)
 		return true;
 	return ep->state == TB5_EP_CONNECTED && !ep->closed &&
@@ -79,6 +83,7 @@ bool tb5_ep_has_tx_work(const struct tb5_ep *ep)
 /* Pair send @s with grant @g. False when the refusal cannot be queued yet. */
 static bool bind(struct tb5_ep *ep, struct tb5_send *s, struct tb5_grant *g)
 {
+	tb5_os_assert_held(ep->link->lock);
 	if (s->len > g->len) {
 		struct tb5_abort *a;
 
@@ -104,6 +109,7 @@ static struct tb5_grant *oldest_grant(struct tb5_ep *ep, uint32_t tag)
 	struct tb5_grant *best = NULL;
 	uint32_t i;
 
+	tb5_os_assert_held(ep->link->lock);
 	for (i = 0; i < TB5_EP_MAX_OPS; i++) {
 		struct tb5_grant *g = &ep->grants[i];
 
@@ -119,6 +125,7 @@ static struct tb5_send *oldest_send(struct tb5_ep *ep, uint8_t state,
 	struct tb5_send *best = NULL;
 	uint32_t i;
 
+	tb5_os_assert_held(ep->link->lock);
 	for (i = 0; i < TB5_EP_MAX_OPS; i++) {
 		struct tb5_send *s = &ep->sends[i];
 
@@ -138,6 +145,7 @@ static void match_all(struct tb5_ep *ep)
 {
 	bool changed = true;
 
+	tb5_os_assert_held(ep->link->lock);
 	while (changed) {
 		uint32_t i;
 
@@ -160,6 +168,7 @@ static void match_all(struct tb5_ep *ep)
 
 static int ep_post_check(const struct tb5_ep *ep)
 {
+	tb5_os_assert_held(ep->link->lock);
 	if (ep->closed)
 		return -EBADF;
 	switch (ep->state) {
@@ -283,6 +292,7 @@ static int tx_abort(struct tb5_ep *ep)
 	struct tb5_wire_msg m;
 	int ret;
 
+	tb5_os_assert_held(ep->link->lock);
 	tb5_ep_msg(ep, TB5_WIRE_ABORT, &m);
 	m.u.abort.seq = a->seq;
 	m.u.abort.status = a->status;
@@ -301,6 +311,7 @@ static int tx_cts(struct tb5_ep *ep)
 	struct tb5_wire_msg m;
 	int ret;
 
+	tb5_os_assert_held(ep->link->lock);
 	tb5_ep_msg(ep, TB5_WIRE_CTS, &m);
 	m.u.cts.seq = r->seq;
 	m.u.cts.tag = r->tag;
@@ -325,6 +336,7 @@ static int tx_burst(struct tb5_ep *ep)
 	struct tb5_wire_msg m;
 	int ret;
 
+	tb5_os_assert_held(link->lock);
 	if (!s)
 		return 0;
 	left = s->len - s->issued;
@@ -366,6 +378,7 @@ int tb5_ep_tx_one(struct tb5_ep *ep)
 {
 	int ret = tb5_ep_tx_control(ep);
 
+	tb5_os_assert_held(ep->link->lock);
 	if (ret)
 		return ret;
 	if (ep->state == TB5_EP_CONNECTED && !ep->closed) {
@@ -388,6 +401,7 @@ void tb5_tx_done_cookie(struct tb5_link *link, uint64_t cookie)
 	uint32_t gen = (uint32_t)(cookie >> COOKIE_SLOT_BITS) & COOKIE_GEN_MASK;
 	struct tb5_send *s;
 
+	tb5_os_assert_held(link->lock);
 	if (!ep || slot >= TB5_EP_MAX_OPS)
 		return;
 	s = &ep->sends[slot];
@@ -405,6 +419,7 @@ void tb5_ep_drop_tx_refs(struct tb5_ep *ep, int32_t status)
 {
 	uint32_t i;
 
+	tb5_os_assert_held(ep->link->lock);
 	for (i = 0; i < TB5_EP_MAX_OPS; i++) {
 		struct tb5_send *s = &ep->sends[i];
 
@@ -424,6 +439,7 @@ void tb5_ep_cancel_ops(struct tb5_ep *ep, int32_t status)
 	struct tb5_link *link = ep->link;
 	uint32_t i;
 
+	tb5_os_assert_held(link->lock);
 	if (link->rxb.active && link->rxb.ep == ep) {
 		link->rxb.ep = NULL;
 		link->rxb.discard = true;
@@ -459,6 +475,7 @@ static struct tb5_ep *rx_conn_ep(struct tb5_link *link,
 {
 	struct tb5_ep *ep = tb5_ep_lookup(link, m->dst);
 
+	tb5_os_assert_held(link->lock);
 	if (!ep || ep->closed || ep->state != TB5_EP_CONNECTED) {
 		tb5_rx_drop(link, TB5_DROP_UNKNOWN_CONN);
 		return NULL;
@@ -475,6 +492,7 @@ static struct tb5_recv *granted_recv(struct tb5_ep *ep, uint32_t seq)
 {
 	struct tb5_recv *r = &ep->recvs[seq & TB5_OPS_MASK];
 
+	tb5_os_assert_held(ep->link->lock);
 	if (r->state != TB5_RECV_GRANTED || r->seq != seq)
 		return NULL;
 	return r;
@@ -487,6 +505,7 @@ void tb5_rx_cts(struct tb5_link *link, const struct tb5_wire_msg *m)
 	struct tb5_send *s;
 	uint32_t i;
 
+	tb5_os_assert_held(link->lock);
 	if (!ep)
 		return;
 	for (i = 0; i < TB5_EP_MAX_OPS && !g; i++)
@@ -516,6 +535,7 @@ void tb5_rx_abort(struct tb5_link *link, const struct tb5_wire_msg *m)
 	struct tb5_ep *ep = rx_conn_ep(link, m);
 	struct tb5_recv *r;
 
+	tb5_os_assert_held(link->lock);
 	if (!ep)
 		return;
 	r = granted_recv(ep, m->u.abort.seq);
@@ -530,6 +550,7 @@ void tb5_rx_abort(struct tb5_link *link, const struct tb5_wire_msg *m)
 /* Fail the receive the current burst fills, and drop the rest of it. */
 void tb5_rxb_abandon(struct tb5_link *link, int32_t status)
 {
+	tb5_os_assert_held(link->lock);
 	if (link->rxb.active && !link->rxb.discard && link->rxb.ep)
 		complete_recv(link->rxb.ep, &link->rxb.ep->recvs[link->rxb.slot],
 			      status);
@@ -561,6 +582,7 @@ void tb5_rx_data(struct tb5_link *link, const struct tb5_wire_msg *m,
 	struct tb5_ep *ep;
 	struct tb5_recv *r;
 
+	tb5_os_assert_held(link->lock);
 	if ((burst != 0) != (eof == TB5_EOF_MORE)) {
 		tb5_rx_error(link, TB5_DROP_MALFORMED,
 			     "DATA end marker disagrees with its length");
@@ -618,6 +640,7 @@ void tb5_rx_payload(struct tb5_link *link, uint8_t eof, const void *data,
 	uint32_t expect = left < TB5_FRAME_MAX ? (uint32_t)left : TB5_FRAME_MAX;
 	bool last = left == expect;
 
+	tb5_os_assert_held(link->lock);
 	if (len != expect) {
 		tb5_rx_error(link, TB5_DROP_MALFORMED,
 			     "payload frame of the wrong size");

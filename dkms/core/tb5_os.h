@@ -43,6 +43,20 @@ void tb5_os_lock_destroy(struct tb5_os_spinlock *lock);
 void tb5_os_lock(struct tb5_os_spinlock *lock);
 void tb5_os_unlock(struct tb5_os_spinlock *lock);
 
+/*
+ * tb5_os_assert_held(lock): the calling thread holds @lock. Every core
+ * function that needs the link's lock starts with it, so that a caller
+ * without the lock is caught where it calls, not later as corrupted state.
+ * The platform header defines it, as a macro that costs nothing where the
+ * check is off: lockdep_assert_held() in the kernel (a warning that names
+ * the core's file and line, on kernels with lockdep); in user space an
+ * owner check that aborts naming the function and the lock, in builds with
+ * TB5_OS_LOCK_CHECKS (those without NDEBUG, and the sanitized ones).
+ */
+#ifndef tb5_os_assert_held
+#error "the platform header must define tb5_os_assert_held()"
+#endif
+
 /* Monotonic time in nanoseconds. */
 uint64_t tb5_os_now_ns(void);
 

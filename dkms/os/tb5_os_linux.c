@@ -13,10 +13,6 @@
 
 #include "tb5_os.h"
 
-struct tb5_os_spinlock {
-	spinlock_t lock;
-};
-
 /* Endpoints are ~13 KiB: let large allocations fall back to vmalloc. */
 void *tb5_os_zalloc(size_t size)
 {

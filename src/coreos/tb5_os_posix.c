@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * tb5_os_posix.c - the transport core's OS shim in user space: calloc,
- * pthread mutexes, CLOCK_MONOTONIC, getrandom and stderr.
+ * pthread mutexes that know their owner, CLOCK_MONOTONIC, getrandom and
+ * stderr.
  */
 #include "tb5_os.h"
 
@@ -14,7 +15,18 @@
 
 struct tb5_os_spinlock {
 	pthread_mutex_t mutex;
+	/*
+	 * The holder's thread_tag, NULL while free: written by the holder
+	 * only, read by tb5_os_assert_held_at() in any thread (hence atomic;
+	 * relaxed suffices, as only the holder itself can read its own tag).
+	 * Kept in every build, so that objects built with and without
+	 * TB5_OS_LOCK_CHECKS agree.
+	 */
+	const void *owner;
 };
+
+/* One per thread: its address tells the threads apart. */
+static _Thread_local char thread_tag;
 
 void *tb5_os_zalloc(size_t size)
 {
@@ -48,11 +60,24 @@ void tb5_os_lock_destroy(struct tb5_os_spinlock *lock)
 void tb5_os_lock(struct tb5_os_spinlock *lock)
 {
 	pthread_mutex_lock(&lock->mutex);
+	__atomic_store_n(&lock->owner, &thread_tag, __ATOMIC_RELAXED);
 }
 
 void tb5_os_unlock(struct tb5_os_spinlock *lock)
 {
+	__atomic_store_n(&lock->owner, NULL, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&lock->mutex);
+}
+
+void tb5_os_assert_held_at(struct tb5_os_spinlock *lock, const char *lock_name,
+			   const char *func)
+{
+	if (__atomic_load_n(&lock->owner, __ATOMIC_RELAXED) == &thread_tag)
+		return;
+	fprintf(stderr,
+		"tb5: %s() must be called with %s held; the calling thread does not hold it\n",
+		func, lock_name);
+	abort();
 }
 
 uint64_t tb5_os_now_ns(void)
