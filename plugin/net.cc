@@ -641,8 +641,7 @@ std::string DescribeLinks()
 		return "(cannot list links)";
 	for (size_t i = 0; i < n; i++) {
 		char buf[128];
-		const char *state = links[i].state == TB5_LINK_STATE_READY ? "ready" :
-				    links[i].state == TB5_LINK_STATE_UP ? "up" : "down";
+		const char *state = tb5_link_state_str(links[i].state);
 		if (links[i].peer_host)
 			snprintf(buf, sizeof(buf), "%s%s to host %#llx (%s)", s.empty() ? "" : ", ",
 				 links[i].name, (unsigned long long)links[i].peer_host, state);

@@ -190,6 +190,14 @@ TB5_API const char *tb5_strerror(int err);
 TB5_API const char *tb5_last_error(void);
 
 /*
+ * The name of a link state ("down", "up", "ready") or of a backend ("kernel",
+ * "simulator"), for messages and reports; never NULL: "unknown" for a value
+ * this library does not know.
+ */
+TB5_API const char *tb5_link_state_str(uint32_t state);
+TB5_API const char *tb5_backend_str(uint32_t backend);
+
+/*
  * The links of this host, in a stable order. *links is an array of *count
  * entries (NULL and 0 when there is none), freed with tb5_free_link_list().
  */

@@ -9,6 +9,10 @@
 
 #include <chrono>
 #include <exception>
+#include <vector>
+
+#include "handles.hpp"
+#include "links.hpp"
 
 #if TB5_EXPORTER_LIVE
 #include "common/live_counters.hpp"
@@ -24,32 +28,28 @@ namespace {
 
 void CollectLinks(Snapshot &snap)
 {
-	struct tb5_link_info *links = nullptr;
-	size_t count = 0;
-	const int rc = tb5_list_links(&links, &count);
+	std::vector<tb5_link_info> links;
 
-	if (rc < 0) {
+	if (const int rc = tb5::tools::list_links(&links); rc < 0) {
 		snap.links_error = tb5_strerror(rc);
 		return;
 	}
 	snap.links_ok = true;
-	for (size_t i = 0; i < count; i++) {
-		const struct tb5_link_info &info = links[i];
+	for (const tb5_link_info &info : links) {
 		LinkSample s;
 		s.name = info.name;
-		s.backend = info.backend == TB5_BACKEND_KERNEL ? "kernel"
-			    : info.backend == TB5_BACKEND_SIM  ? "sim"
-							       : "unknown";
+		s.backend = tb5_backend_str(info.backend);
 		s.state = info.state;
 		s.local_host = info.local_host;
 		s.peer_host = info.peer_host;
 		s.ring_size = info.ring_size;
 		s.speed_mbps = info.speed_mbps;
 
-		tb5_device *dev = nullptr;
-		if (tb5_open(info.name, &dev) == 0) {
+		tb5_device *raw = nullptr;
+		if (tb5_open(info.name, &raw) == 0) {
+			const tb5::tools::DevicePtr dev(raw);
 			struct tb5_counters c {};
-			if (tb5_get_counters(dev, &c) == 0) {
+			if (tb5_get_counters(dev.get(), &c) == 0) {
 				s.have_counters = true;
 				s.tx_frames = c.tx_frames;
 				s.tx_bytes = c.tx_bytes;
@@ -58,7 +58,7 @@ void CollectLinks(Snapshot &snap)
 				s.errors = c.errors;
 			}
 			struct tb5_drops d {};
-			if (tb5_get_drops(dev, &d) == 0) {
+			if (tb5_get_drops(dev.get(), &d) == 0) {
 				s.have_drops = true;
 				s.drop_malformed = d.malformed;
 				s.drop_unknown_connection = d.unknown_connection;
@@ -66,11 +66,9 @@ void CollectLinks(Snapshot &snap)
 				s.drop_ring_overflow = d.ring_overflow;
 				s.drop_sequence_gap = d.sequence_gap;
 			}
-			tb5_close(dev);
 		}
 		snap.links.push_back(std::move(s));
 	}
-	tb5_free_link_list(links);
 }
 
 void CollectPlugin(Snapshot &snap)

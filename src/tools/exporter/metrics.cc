@@ -8,6 +8,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "tb5/tb5.h"
+
 namespace tb5exporter {
 
 namespace {
@@ -72,16 +74,6 @@ std::string Hex(uint64_t v)
 	return buf;
 }
 
-const char *StateName(uint32_t state)
-{
-	switch (state) {
-	case 0: return "down";
-	case 1: return "up";
-	case 2: return "ready";
-	default: return "unknown";
-	}
-}
-
 } // namespace
 
 std::string EscapeLabel(std::string_view value)
@@ -118,7 +110,7 @@ std::string Format(const Snapshot &snap)
 	for (const LinkSample &l : snap.links)
 		w.Sample("tb5_link_info",
 			 Label("link", l.name) + ',' + Label("backend", l.backend) + ',' +
-				 Label("state", StateName(l.state)) + ',' +
+				 Label("state", tb5_link_state_str(l.state)) + ',' +
 				 Label("host", Hex(l.local_host)) + ',' +
 				 Label("peer_host", l.peer_host ? Hex(l.peer_host) : std::string()),
 			 uint64_t{1});

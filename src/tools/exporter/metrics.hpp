@@ -15,7 +15,7 @@ namespace tb5exporter {
 // One link as libtb5 lists it, with its counters when it could be opened.
 struct LinkSample {
 	std::string name;		// "tb5_0"
-	std::string backend;		// "kernel", "sim"
+	std::string backend;		// tb5_backend_str(): "kernel", "simulator"
 	uint32_t state = 0;		// TB5_LINK_STATE_*: 0 down, 1 up, 2 ready
 	uint64_t local_host = 0;
 	uint64_t peer_host = 0;

@@ -14,59 +14,34 @@
 
 #include "clock.h"
 #include "errors.h"
+#include "links.hpp"
 #include "units.h"
 
 namespace tb5perf {
 
-const char *BackendName(uint32_t backend)
-{
-	switch (backend) {
-	case TB5_BACKEND_KERNEL: return "kernel";
-	case TB5_BACKEND_SIM: return "simulator";
-	}
-	return "unknown";
-}
-
-const char *LinkStateName(uint32_t state)
-{
-	switch (state) {
-	case TB5_LINK_STATE_DOWN: return "down";
-	case TB5_LINK_STATE_UP: return "up";
-	case TB5_LINK_STATE_READY: return "ready";
-	}
-	return "unknown";
-}
-
 std::vector<tb5_link_info> ListLinks()
 {
-	struct tb5_link_info *links = nullptr;
-	size_t count = 0;
+	std::vector<tb5_link_info> links;
 
-	Check(tb5_list_links(&links, &count), "tb5_list_links");
-	std::vector<tb5_link_info> out(links, links + count);
-	tb5_free_link_list(links);
-	return out;
+	Check(tb5::tools::list_links(&links), "tb5_list_links");
+	return links;
 }
 
 Device::Device(const std::string &name) : name_(name)
 {
-	const int ret = tb5_open(name.c_str(), &dev_);
+	tb5_device *dev = nullptr;
+	const int ret = tb5_open(name.c_str(), &dev);
 
 	if (ret < 0)
 		ThrowApi("tb5_open " + name, ret);
-}
-
-Device::~Device()
-{
-	if (dev_)
-		tb5_close(dev_);
+	dev_.reset(dev);
 }
 
 tb5_link_info Device::Query() const
 {
 	tb5_link_info info = {};
 
-	if (const int ret = tb5_query(dev_, &info); ret < 0)
+	if (const int ret = tb5_query(dev_.get(), &info); ret < 0)
 		ThrowApi("tb5_query " + name_, ret);
 	return info;
 }
@@ -80,7 +55,7 @@ tb5_link_info Device::WaitReady(double timeout_s,
 		tb5_wc wc[8];
 		// The simulator's transport runs inside tb5_poll(); nothing
 		// else is open on the device yet, so nothing is lost.
-		Check(tb5_poll(dev_, wc, 8), "tb5_poll");
+		Check(tb5_poll(dev_.get(), wc, 8), "tb5_poll");
 		const tb5_link_info info = Query();
 		if (info.state == TB5_LINK_STATE_READY)
 			return info;
@@ -92,7 +67,7 @@ tb5_link_info Device::WaitReady(double timeout_s,
 			char secs[32];
 			snprintf(secs, sizeof(secs), "%g", timeout_s);
 			throw Error("link " + name_ + " is " +
-				    LinkStateName(info.state) +
+				    tb5_link_state_str(info.state) +
 				    ", not ready, after " + secs + " s");
 		}
 		std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -108,7 +83,7 @@ void CheckMemory(Memory memory, const tb5_link_info *link)
 	if (link && link->backend != TB5_BACKEND_KERNEL)
 		throw Error(std::string("--memory udmabuf needs the tb5 kernel "
 					"module (") + link->name + " is a " +
-			    BackendName(link->backend) + " link)");
+			    tb5_backend_str(link->backend) + " link)");
 	if (link && !(link->caps & TB5_CAP_DMABUF))
 		throw Error(std::string("--memory udmabuf needs the tb5 kernel "
 					"module with dma-buf import (the module "
@@ -180,12 +155,6 @@ Region::~Region()
 		udmabuf_.reset();
 	else
 		munmap(data_, mapped_);
-}
-
-void EndpointCloser::operator()(tb5_endpoint *ep) const
-{
-	if (ep)
-		tb5_endpoint_close(ep);
 }
 
 } // namespace tb5perf

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // device.h - RAII owners for what libtb5 hands out: an open link (Device),
-// registered memory (Region), an endpoint (EndpointPtr); and link listing
-// helpers.
+// registered memory (Region), an endpoint (EndpointPtr, from src/common);
+// and the links of this host.
 #ifndef TB5_PERF_DEVICE_H
 #define TB5_PERF_DEVICE_H
 
@@ -13,14 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "handles.hpp"
 #include "memory_kind.h"
 #include "tb5/tb5.h"
 #include "udmabuf.h"
 
 namespace tb5perf {
-
-const char *BackendName(uint32_t backend);
-const char *LinkStateName(uint32_t state);
 
 // The links of this host (tb5_list_links); throws on failure.
 std::vector<tb5_link_info> ListLinks();
@@ -29,11 +27,10 @@ class Device {
 public:
 	// tb5_open(); throws with the library's message.
 	explicit Device(const std::string &name);
-	~Device();
 	Device(const Device &) = delete;
 	Device &operator=(const Device &) = delete;
 
-	tb5_device *get() const { return dev_; }
+	tb5_device *get() const { return dev_.get(); }
 	const std::string &name() const { return name_; }
 	tb5_link_info Query() const;
 
@@ -44,7 +41,7 @@ public:
 
 private:
 	std::string name_;
-	tb5_device *dev_ = nullptr;
+	tb5::tools::DevicePtr dev_;
 };
 
 // Throws Error unless @memory can be registered on this host, and on
@@ -76,10 +73,7 @@ private:
 	std::unique_ptr<Udmabuf> udmabuf_;	// with udmabuf: owns the mapping
 };
 
-struct EndpointCloser {
-	void operator()(tb5_endpoint *ep) const;
-};
-using EndpointPtr = std::unique_ptr<tb5_endpoint, EndpointCloser>;
+using EndpointPtr = tb5::tools::EndpointPtr;
 
 } // namespace tb5perf
 

@@ -61,8 +61,8 @@ nlohmann::json LinkJson(const tb5_link_info &l)
 {
 	return {
 		{"name", l.name},
-		{"backend", BackendName(l.backend)},
-		{"state", LinkStateName(l.state)},
+		{"backend", tb5_backend_str(l.backend)},
+		{"state", tb5_link_state_str(l.state)},
 		{"local_host", Hex(l.local_host)},
 		{"peer_host", Hex(l.peer_host)},
 		{"index", l.index},
@@ -103,7 +103,7 @@ nlohmann::json MakeEnvironment(const Options &opt, const std::string &mode,
 	env["peer"] = {
 		{"host", Hex(peer.host)},
 		{"library_version", peer.version},
-		{"backend", BackendName(peer.backend)},
+		{"backend", tb5_backend_str(peer.backend)},
 		{"ring_size", peer.ring_size},
 		{"speed_mbps", peer.speed_mbps},
 		{"max_ops", peer.max_ops},

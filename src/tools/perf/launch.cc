@@ -188,7 +188,7 @@ int ListLinksCommand()
 	       "state", "host", "peer", "ring", "max_ops", "speed");
 	for (const tb5_link_info &l : links)
 		printf("%-12s %-9s %-6s %-18s %-18s %6u %7u %10s\n", l.name,
-		       BackendName(l.backend), LinkStateName(l.state),
+		       tb5_backend_str(l.backend), tb5_link_state_str(l.state),
 		       Hex(l.local_host).c_str(), Hex(l.peer_host).c_str(),
 		       l.ring_size, l.max_ops,
 		       l.speed_mbps ? (std::to_string(l.speed_mbps) + " Mb/s").c_str()
@@ -254,7 +254,7 @@ int RunLoop(const Options &opt)
 		std::string names;
 		for (const auto &l : links)
 			names += std::string(names.empty() ? "" : ", ") + l.name +
-				 " (" + LinkStateName(l.state) + ")";
+				 " (" + tb5_link_state_str(l.state) + ")";
 		throw Error("no ready loop pair" +
 			    (opt.link.empty() ? std::string()
 					      : " with " + opt.link) +

@@ -92,7 +92,7 @@ void Server::OpenPort(const std::string &name, bool wait_ready)
 				 Hex(opt_.service),
 			 ret);
 	port->listener.reset(raw);
-	Log("listening on " + name + " (" + BackendName(port->info.backend) +
+	Log("listening on " + name + " (" + tb5_backend_str(port->info.backend) +
 	    ", host " + Hex(port->info.local_host) + ", peer " +
 	    Hex(port->info.peer_host) + ", service " + Hex(opt_.service) + ")");
 	ports_.push_back(std::move(port));

@@ -6,6 +6,7 @@
 // cabled or simulated peer must run `tb5-selftest --respond`.
 #include "checks.hpp"
 #include "echo.hpp"
+#include "links.hpp"
 
 #include "tb5/tb5.h"
 
@@ -27,33 +28,6 @@ namespace {
 
 // How long a link that is up may take to become ready.
 constexpr auto kSettle = std::chrono::seconds(2);
-
-const char *StateName(uint32_t state)
-{
-	switch (state) {
-	case TB5_LINK_STATE_DOWN:
-		return "down";
-	case TB5_LINK_STATE_UP:
-		return "up";
-	case TB5_LINK_STATE_READY:
-		return "ready";
-	}
-	return "unknown";
-}
-
-std::vector<tb5_link_info> ListLinks(int *err)
-{
-	tb5_link_info *links = nullptr;
-	size_t count = 0;
-	std::vector<tb5_link_info> out;
-
-	*err = tb5_list_links(&links, &count);
-	if (*err)
-		return out;
-	out.assign(links, links + count);
-	tb5_free_link_list(links);
-	return out;
-}
 
 // The other local link that is @link's peer (a loop pair), or nullptr.
 const tb5_link_info *LocalPeer(const std::vector<tb5_link_info> &links, const tb5_link_info &link)
@@ -104,9 +78,8 @@ void Settle(std::vector<tb5_link_info> *links, const Options &opt)
 	}
 	for (tb5_device *dev : devs)
 		tb5_close(dev);
-	int err = 0;
-	std::vector<tb5_link_info> again = ListLinks(&err);
-	if (!err)
+	std::vector<tb5_link_info> again;
+	if (!tb5::tools::list_links(&again))
 		*links = std::move(again);
 }
 
@@ -114,8 +87,8 @@ nlohmann::ordered_json LinkJson(const tb5_link_info &l)
 {
 	nlohmann::ordered_json j;
 
-	j["state"] = StateName(l.state);
-	j["backend"] = l.backend == TB5_BACKEND_KERNEL ? "kernel" : l.backend == TB5_BACKEND_SIM ? "simulator" : "unknown";
+	j["state"] = tb5_link_state_str(l.state);
+	j["backend"] = tb5_backend_str(l.backend);
 	j["local_host"] = Hex(l.local_host);
 	j["peer_host"] = Hex(l.peer_host);
 	j["ring_size"] = l.ring_size;
@@ -317,9 +290,8 @@ void RunLinkChecks(const Environment &env, const Options &opt, Report &report)
 		report.Add(Skip("links", "", "module not loaded"));
 		return;
 	}
-	int err = 0;
-	std::vector<tb5_link_info> links = ListLinks(&err);
-	if (err) {
+	std::vector<tb5_link_info> links;
+	if (const int err = tb5::tools::list_links(&links)) {
 		report.Add(Fail("links", std::string("tb5_list_links: ") + tb5_strerror(err) + ": " +
 				tb5_last_error(), env.sim.empty() ? "see dmesg | grep tb5"
 								  : "check TB5_SIM (see docs/simulator.md)"));

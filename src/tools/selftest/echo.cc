@@ -2,6 +2,7 @@
 //
 // echo.cc - the round trip's client and echo server (see echo.hpp).
 #include "echo.hpp"
+#include "handles.hpp"
 
 #include "report.hpp"
 
@@ -41,10 +42,6 @@ std::string Error(const char *what, int err)
 		s += std::string(" (") + detail + ")";
 	return s;
 }
-
-struct DeviceCloser {
-	void operator()(tb5_device *dev) const { tb5_close(dev); }
-};
 
 } // namespace
 
@@ -161,7 +158,7 @@ ClientResult RunClient(const std::string &link, const tb5_address &addr,
 		max_len = n > max_len ? n : max_len;
 	auto send_buf = std::make_unique<uint8_t[]>(max_len);
 	auto recv_buf = std::make_unique<uint8_t[]>(max_len + 2 * kSlack);
-	std::unique_ptr<tb5_device, DeviceCloser> dev(raw);
+	tb5::tools::DevicePtr dev(raw);
 
 	if (!(info.caps & TB5_CAP_HOST_MEM)) {
 		res.error = "the link cannot register host memory (no TB5_CAP_HOST_MEM)";

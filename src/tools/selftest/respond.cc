@@ -8,6 +8,7 @@
 // connections have ended. One line per connection.
 #include "checks.hpp"
 #include "echo.hpp"
+#include "links.hpp"
 
 #include "tb5/tb5.h"
 
@@ -21,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace tb5selftest {
 namespace {
@@ -128,17 +130,15 @@ void Responder::Serve(const std::string &link)
 
 void Responder::Scan()
 {
-	tb5_link_info *links = nullptr;
-	size_t count = 0;
+	std::vector<tb5_link_info> links;
 
-	if (tb5_list_links(&links, &count))
+	if (tb5::tools::list_links(&links))
 		return;
-	for (size_t i = 0; i < count; i++) {
-		const std::string name = links[i].name;
+	for (const tb5_link_info &l : links) {
+		const std::string name = l.name;
 		if ((opt_.link.empty() || opt_.link == name) && !workers_.count(name))
 			workers_.emplace(name, std::thread([this, name] { Serve(name); }));
 	}
-	tb5_free_link_list(links);
 }
 
 int Responder::Run()
@@ -152,17 +152,15 @@ int Responder::Run()
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
-	tb5_link_info *links = nullptr;
-	size_t count = 0;
-	const int err = tb5_list_links(&links, &count);
+	std::vector<tb5_link_info> links;
+	const int err = tb5::tools::list_links(&links);
 	if (err) {
 		fprintf(stderr, "tb5-selftest: tb5_list_links: %s: %s\n", tb5_strerror(err), tb5_last_error());
 		return 1;
 	}
-	bool found = opt_.link.empty() && count;
-	for (size_t i = 0; i < count; i++)
-		found |= opt_.link == links[i].name;
-	tb5_free_link_list(links);
+	bool found = opt_.link.empty() && !links.empty();
+	for (const tb5_link_info &l : links)
+		found |= opt_.link == l.name;
 	if (!found) {
 		if (opt_.link.empty())
 			fprintf(stderr, "tb5-selftest: no links to serve (no cable, no loop pair; "
