@@ -496,7 +496,7 @@ void tb5_dev_mr_attach(struct tb5_dev *dev, struct tb5_mr *mr)
 	mutex_lock(&dev->mr_lock);
 	dma_dev = dev->backend ? dev->ops->dma_device(dev) : NULL;
 	if (dma_dev) {
-		ret = tb5_mr_dma_map(mr, dma_dev, &what);
+		ret = tb5_mr_dma_map(dev, mr, dma_dev, &what);
 		if (!ret)
 			list_add_tail(&mr->dma_node, &dev->dma_mrs);
 		else
@@ -513,7 +513,7 @@ void tb5_dev_mr_detach(struct tb5_dev *dev, struct tb5_mr *mr)
 {
 	mutex_lock(&dev->mr_lock);
 	if (mr->dma_dev) {
-		tb5_mr_dma_unmap(mr);
+		tb5_mr_dma_unmap(dev, mr);
 		list_del(&mr->dma_node);
 	}
 	mutex_unlock(&dev->mr_lock);
@@ -532,7 +532,7 @@ void tb5_dev_detach_backend(struct tb5_dev *dev)
 	mutex_lock(&dev->mr_lock);
 	WRITE_ONCE(dev->backend, NULL);
 	list_for_each_entry_safe(mr, next, &dev->dma_mrs, dma_node) {
-		tb5_mr_dma_unmap(mr);
+		tb5_mr_dma_unmap(dev, mr);
 		list_del(&mr->dma_node);
 	}
 	mutex_unlock(&dev->mr_lock);

@@ -360,14 +360,16 @@ err_detach:
 }
 
 /*
- * Map @mr for @dma_dev, which reads TX frames from it. On failure *@what
- * names the step that failed, for the log.
+ * Map @mr, a region of @dev, for @dma_dev, which reads TX frames from it;
+ * under @dev's mr_lock. On failure *@what names the step that failed, for
+ * the log.
  */
-int tb5_mr_dma_map(struct tb5_mr *mr, struct device *dma_dev,
-		   const char **what)
+int tb5_mr_dma_map(struct tb5_dev *dev, struct tb5_mr *mr,
+		   struct device *dma_dev, const char **what)
 {
 	int ret;
 
+	lockdep_assert_held(&dev->mr_lock);
 	*what = "the region";
 	if (mr->dma_dev)
 		return -EBUSY;
@@ -378,9 +380,13 @@ int tb5_mr_dma_map(struct tb5_mr *mr, struct device *dma_dev,
 	return ret;
 }
 
-/* Undo tb5_mr_dma_map(); no frame of the region may be on a ring. */
-void tb5_mr_dma_unmap(struct tb5_mr *mr)
+/*
+ * Undo tb5_mr_dma_map(), under @dev's mr_lock; no frame of the region may
+ * be on a ring.
+ */
+void tb5_mr_dma_unmap(struct tb5_dev *dev, struct tb5_mr *mr)
 {
+	lockdep_assert_held(&dev->mr_lock);
 	if (!mr->dma_dev)
 		return;
 	if (mr->dma_attach) {

@@ -195,9 +195,9 @@ extern const struct file_operations tb5_fops;
 int tb5_mr_reg_user(struct tb5_ctx *ctx, struct tb5_reg_mem *arg);
 int tb5_mr_reg_dmabuf(struct tb5_ctx *ctx, struct tb5_reg_dmabuf *arg);
 void tb5_mr_free(struct tb5_dev *dev, struct tb5_mr *mr);
-int tb5_mr_dma_map(struct tb5_mr *mr, struct device *dma_dev,
-		   const char **what);
-void tb5_mr_dma_unmap(struct tb5_mr *mr);
+int tb5_mr_dma_map(struct tb5_dev *dev, struct tb5_mr *mr,
+		   struct device *dma_dev, const char **what);
+void tb5_mr_dma_unmap(struct tb5_dev *dev, struct tb5_mr *mr);
 bool tb5_mr_dma_range(const struct tb5_mr *mr, u64 offset, u32 len,
 		      dma_addr_t *addr);
 void tb5_mr_dma_sync_for_device(const struct tb5_mr *mr, u64 offset, u32 len);

@@ -391,10 +391,12 @@ out:
 	return ret;
 }
 
+/* Under the end's mr_lock, with the backend present (tb5_backend_ops). */
 static struct device *tb5_tb_dma_device(struct tb5_dev *dev)
 {
 	struct tb5_tb_link *tbl = dev->backend;
 
+	lockdep_assert_held(&dev->mr_lock);
 	return tbl->dma_dev;
 }
 
@@ -542,6 +544,7 @@ static int tb5_tb_step_do(struct tb5_tb_link *tbl, enum tb5_tb_step s,
 	u32 i;
 	int ret;
 
+	lockdep_assert_held(&tbl->conn_lock);
 	switch (s) {
 	case TB5_TB_STEP_IN_HOPID:
 		ret = tb_xdomain_alloc_in_hopid(xd, peer->path);
@@ -601,6 +604,7 @@ static void tb5_tb_step_undo(struct tb5_tb_link *tbl, enum tb5_tb_step s)
 	struct tb_xdomain *xd = tbl->xd;
 	int ret;
 
+	lockdep_assert_held(&tbl->conn_lock);
 	switch (s) {
 	case TB5_TB_STEP_LINK_UP:
 		/*
