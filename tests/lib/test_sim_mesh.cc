@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 //
-// test_sim_mesh.cc - libtb5 over the simulator between two processes:
-// this one and a forked child, each a host of the same fabric, joined by a
-// simulated cable ("sim_h<slot>").
+// test_sim_mesh.cc - libtb5 between two hosts: over the simulator this
+// process and a forked child, each a host of the same fabric, joined by a
+// simulated cable ("sim_h<slot>"); with TB5_TEST_BACKEND=kernel two VMs on
+// the emulated USB4 fabric, joined by tb links, the other host running this
+// binary with TB5_TEST_ROLE=serve (tests/kernel/vm-tests-fabric.sh).
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -26,24 +28,44 @@ constexpr size_t kMax = 64 << 20;
 // The link to the other host, once it is READY; "" on timeout.
 std::string peer_link(double timeout_s = 20)
 {
-	std::string name;
+	return wait_peer_link(timeout_s);
+}
 
-	for (int i = 0; i < int(timeout_s * 1000); i++) {
-		tb5_link_info *l = nullptr;
-		size_t n = 0;
+// One connection of the echo service: every message back until the peer
+// closes; 0 when all went well.
+int echo(Dev &d, tb5_endpoint *e)
+{
+	// One buffer per process (a process serves one device).
+	static std::vector<uint8_t> buf(kMax);
+	static tb5_mr *mr = nullptr;
 
-		if (tb5_list_links(&l, &n))
-			return "";
-		for (size_t k = 0; k < n; k++)
-			if (!strncmp(l[k].name, "sim_h", 5) &&
-			    l[k].state == TB5_LINK_STATE_READY)
-				name = l[k].name;
-		tb5_free_link_list(l);
-		if (!name.empty())
-			return name;
-		usleep(1000);
+	if (!mr && tb5_reg_host(d.dev, buf.data(), buf.size(), &mr))
+		return 10;
+	for (;;) {
+		if (tb5_recv(e, mr, 0, buf.size(), 1, 1))
+			return 12;
+		tb5_wc w;
+		int n;
+
+		while ((n = tb5_poll(d.dev, &w, 1)) == 0)
+			;
+		while (w.kind == TB5_WC_EVENT) {
+			if (w.event == TB5_WC_PEER_CLOSED)
+				return 0;
+			while ((n = tb5_poll(d.dev, &w, 1)) == 0)
+				;	// the listener's INCOMING, say
+		}
+		if (w.kind == TB5_WC_RECV && w.status == -ECONNRESET)
+			return 0;	// the peer closed with our receive posted
+		if (w.kind != TB5_WC_RECV || w.status)
+			return 13;
+		if (tb5_send(e, mr, 0, w.bytes, 2, 2))
+			return 14;
+		while ((n = tb5_poll(d.dev, &w, 1)) == 0)
+			;
+		if (w.kind != TB5_WC_SEND || w.status)
+			return 15;
 	}
-	return "";
 }
 
 // The child: echo every message back on a well-known listener until the
@@ -53,51 +75,27 @@ std::string peer_link(double timeout_s = 20)
 	std::string link = peer_link();
 	Dev d;
 	tb5_endpoint *l = nullptr, *e = nullptr;
-	std::vector<uint8_t> buf(kMax);
-	tb5_mr *mr = nullptr;
 
 	if (link.empty() || d.open(link) ||
-	    tb5_reg_host(d.dev, buf.data(), buf.size(), &mr) ||
 	    tb5_endpoint_listen(d.dev, kEchoService, TB5_LISTEN_WELL_KNOWN, 0, &l))
 		_exit(10);
 	while (tb5_endpoint_accept(l, 0, &e) == -EAGAIN)
 		if (tb5_wait(d.dev, 20000) == -ETIMEDOUT)
 			_exit(11);
-	for (;;) {
-		if (tb5_recv(e, mr, 0, buf.size(), 1, 1))
-			_exit(12);
-		tb5_wc w;
-		int n;
-
-		while ((n = tb5_poll(d.dev, &w, 1)) == 0)
-			;
-		while (w.kind == TB5_WC_EVENT) {
-			if (w.event == TB5_WC_PEER_CLOSED)
-				_exit(0);
-			while ((n = tb5_poll(d.dev, &w, 1)) == 0)
-				;	// the listener's INCOMING, say
-		}
-		if (w.kind == TB5_WC_RECV && w.status == -ECONNRESET)
-			_exit(0);	// the peer closed with our receive posted
-		if (w.kind != TB5_WC_RECV || w.status)
-			_exit(13);
-		if (tb5_send(e, mr, 0, w.bytes, 2, 2))
-			_exit(14);
-		while ((n = tb5_poll(d.dev, &w, 1)) == 0)
-			;
-		if (w.kind != TB5_WC_SEND || w.status)
-			_exit(15);
-	}
+	_exit(echo(d, e));
 }
 
 class SimMesh : public ::testing::Test {
 protected:
 	void SetUp() override
 	{
-		child = fork();
-		ASSERT_GE(child, 0);
-		if (child == 0)
-			echo_server();
+		// On the kernel the echo server is the other host's.
+		if (!peer_is_remote()) {
+			child = fork();
+			ASSERT_GE(child, 0);
+			if (child == 0)
+				echo_server();
+		}
 		link = peer_link();
 		ASSERT_FALSE(link.empty()) << "the child never came up: " << tb5_last_error();
 		ASSERT_EQ(d.open(link), 0) << tb5_last_error();
@@ -186,11 +184,17 @@ TEST_F(SimMesh, EchoesMessagesOfEverySizeIntact)
 		seed++;
 	}
 	ASSERT_EQ(tb5_endpoint_close(e), 0);
-	EXPECT_EQ(reap(), 0) << "the echo server failed";
+	// (The serving host reports its sessions itself.)
+	if (!peer_is_remote()) {
+		EXPECT_EQ(reap(), 0) << "the echo server failed";
+	}
 }
 
 TEST_F(SimMesh, APeerThatDiesTakesTheLinkDownAndANewOneBringsItBack)
 {
+	TB5_SIM_ONLY("a simulated host is a process, and the cable goes down "
+		     "when it dies; a kernel's link outlives its processes "
+		     "(fabric.kill and fabric.unplug test the kernel's side)");
 	std::vector<uint8_t> buf(4096);
 	tb5_mr *mr = nullptr;
 
@@ -231,7 +235,7 @@ TEST_F(SimMesh, APeerThatDiesTakesTheLinkDownAndANewOneBringsItBack)
 	EXPECT_EQ(got->bytes, 100u);
 }
 
-// The ready sim_h links of this process.
+// The ready sim_h links of this process (the simulator's only).
 int ready_links()
 {
 	tb5_link_info *l = nullptr;
@@ -249,6 +253,8 @@ int ready_links()
 
 TEST_F(SimMesh, ThreeProcessesFormAFullMesh)
 {
+	TB5_SIM_ONLY("three processes are three hosts of one simulated fabric; "
+		     "the kernel's three hosts are fabric.triangle's VMs");
 	// A second child: it exits 0 once it sees both other hosts (this
 	// process and the echo server) over its two cables.
 	pid_t third = fork();
@@ -288,5 +294,8 @@ int main(int argc, char **argv)
 
 	tb5libtest::use_simulator("tb5test-mesh", std::string("hosts=3,loop=0") +
 				  (more && *more ? std::string(",") + more : ""));
+	// The other host of the fabric (kernel only): the echo service.
+	if (tb5libtest::serve_role())
+		return tb5libtest::serve(kEchoService, echo);
 	return RUN_ALL_TESTS();
 }

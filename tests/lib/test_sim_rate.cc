@@ -6,6 +6,9 @@
 // one-way delay. (Lower bounds on the time a transfer takes only, so a
 // slow machine cannot make them fail; the model's arithmetic is tested
 // exactly in test_wire_clock.cc.)
+//
+// All of it is the simulator's model: with TB5_TEST_BACKEND=kernel every
+// test skips, saying so.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,6 +22,10 @@
 namespace {
 
 using namespace tb5libtest;
+
+constexpr const char *kModel = "the simulator's link-rate model (TB5_SIM "
+				"rate=2,delay_us=300); a kernel link runs at "
+				"its hardware's pace";
 
 // With a one-way delay the loop pair's hellos take a while: listing runs
 // the links, so list until it is ready.
@@ -34,6 +41,7 @@ bool ready_loop_pair(std::string &a, std::string &b)
 
 TEST(SimRate, TheLinkReportsItsRateAndKeepsToIt)
 {
+	TB5_SIM_ONLY(kModel);
 	std::string a, b;
 
 	ASSERT_TRUE(ready_loop_pair(a, b)) << tb5_last_error();
@@ -72,6 +80,7 @@ TEST(SimRate, TheLinkReportsItsRateAndKeepsToIt)
 // the time would test this machine's speed.)
 TEST(SimRate, EachDirectionKeepsToItsRate)
 {
+	TB5_SIM_ONLY(kModel);
 	std::string a, b;
 
 	ASSERT_TRUE(ready_loop_pair(a, b)) << tb5_last_error();
@@ -112,6 +121,7 @@ TEST(SimRate, EachDirectionKeepsToItsRate)
 // in this suite's settings) plus its frames' time on the wire.
 TEST(SimRate, AMessageTakesAtLeastTheDelay)
 {
+	TB5_SIM_ONLY(kModel);
 	std::string a, b;
 
 	ASSERT_TRUE(ready_loop_pair(a, b)) << tb5_last_error();
