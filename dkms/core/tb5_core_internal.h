@@ -4,6 +4,11 @@
  * lifecycle, receive dispatch, transmit scheduling), tb5_endpoint.c
  * (listen/connect/accept/close) and tb5_msg.c (sends, receives, bursts).
  * Not for use outside dkms/core.
+ *
+ * The functions declared at the end, but tb5_sanitize_status(), run with
+ * the link's lock held and assert it (tb5_os_assert_held()), as do the
+ * static helpers of those files that touch a link or an endpoint;
+ * tb5_link_unlock() drops it.
  */
 #ifndef TB5_CORE_INTERNAL_H
 #define TB5_CORE_INTERNAL_H
