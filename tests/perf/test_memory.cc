@@ -14,13 +14,13 @@
 #include <cstring>
 #include <string>
 
-#include "device.h"
-#include "errors.h"
-#include "udmabuf.h"
+#include "device.hpp"
+#include "errors.hpp"
+#include "udmabuf.hpp"
 
 namespace {
 
-using tb5perf::CheckMemory;
+using tb5perf::check_memory;
 using tb5perf::Error;
 using tb5perf::Memory;
 
@@ -39,7 +39,7 @@ bool HaveDevice()
 // What a udmabuf fails with on this machine, or nullptr where it works.
 const char *WhyNoUdmabuf()
 {
-	if (!tb5perf::UdmabufBuilt())
+	if (!tb5perf::udmabuf_built())
 		return kNotBuilt;
 	return HaveDevice() ? nullptr : kNoDevice;
 }
@@ -84,8 +84,8 @@ TEST(Memory, HostNeedsNothing)
 	tb5_link_info sim = {};
 	sim.backend = TB5_BACKEND_SIM;
 
-	EXPECT_NO_THROW(CheckMemory(Memory::kHost, nullptr));
-	EXPECT_NO_THROW(CheckMemory(Memory::kHost, &sim));
+	EXPECT_NO_THROW(check_memory(Memory::kHost, nullptr));
+	EXPECT_NO_THROW(check_memory(Memory::kHost, &sim));
 }
 
 TEST(Memory, UdmabufNeedsTheKernelModule)
@@ -95,13 +95,13 @@ TEST(Memory, UdmabufNeedsTheKernelModule)
 	sim.backend = TB5_BACKEND_SIM;
 	sim.caps = TB5_CAP_HOST_MEM | TB5_CAP_LOOP;
 
-	std::string err = ErrorOf([&] { CheckMemory(Memory::kUdmabuf, &sim); });
+	std::string err = ErrorOf([&] { check_memory(Memory::kUdmabuf, &sim); });
 	EXPECT_NE(err.find(kNeedsModule), std::string::npos) << err;
 	EXPECT_NE(err.find("sim_l0a is a simulator link"), std::string::npos)
 		<< err;
 
 	const tb5_link_info old = KernelLink(TB5_CAP_HOST_MEM);
-	err = ErrorOf([&] { CheckMemory(Memory::kUdmabuf, &old); });
+	err = ErrorOf([&] { check_memory(Memory::kUdmabuf, &old); });
 	EXPECT_NE(err.find(kNeedsModule), std::string::npos) << err;
 	EXPECT_NE(err.find("TB5_CAP_DMABUF"), std::string::npos) << err;
 }
@@ -115,7 +115,7 @@ TEST(Memory, UdmabufNeedsTheDevice)
 	// The server asks without a link first.
 	for (const tb5_link_info *l : {&link, (const tb5_link_info *)nullptr}) {
 		const std::string err =
-			ErrorOf([&] { CheckMemory(Memory::kUdmabuf, l); });
+			ErrorOf([&] { check_memory(Memory::kUdmabuf, l); });
 		if (why) {
 			EXPECT_NE(err.find(why), std::string::npos) << err;
 		} else if (access("/dev/udmabuf", R_OK | W_OK) == 0) {
@@ -147,7 +147,7 @@ TEST(Udmabuf, MapsWholePagesThatOutliveTheFd)
 		EXPECT_EQ(buf.size(), 2 * page);
 		ASSERT_GE(buf.fd(), 0);
 		EXPECT_EQ(buf.data()[0], 0);
-		buf.CloseFd();
+		buf.close_fd();
 		EXPECT_EQ(buf.fd(), -1);
 		memset(buf.data(), 0xa5, buf.size());
 		EXPECT_EQ(buf.data()[buf.size() - 1], 0xa5);

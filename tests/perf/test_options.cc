@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "errors.h"
-#include "options.h"
+#include "errors.hpp"
+#include "options.hpp"
 
 namespace {
 
@@ -34,7 +34,7 @@ Parsed Parse(std::vector<std::string> args)
 	argv.push_back(nullptr);
 	testing::internal::CaptureStdout();
 	testing::internal::CaptureStderr();
-	p.status = tb5perf::ParseOptions(static_cast<int>(args.size()),
+	p.status = tb5perf::parse_options(static_cast<int>(args.size()),
 					 argv.data(), p.opt);
 	p.err = testing::internal::GetCapturedStderr();
 	p.out = testing::internal::GetCapturedStdout();

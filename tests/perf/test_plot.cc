@@ -3,7 +3,7 @@
 // test_plot.cc - tb5-perf --plot: the format from the file's extension, the
 // gnuplot script for known rows (every series, the line rate as a
 // reference, the title from the environment), finding gnuplot
-// (TB5_GNUPLOT), and RenderPlot() against stand-ins for gnuplot that print
+// (TB5_GNUPLOT), and render_plot() against stand-ins for gnuplot that print
 // an image, fail or print nothing, and against a file that cannot be
 // written. Where the real gnuplot is installed, it draws one.
 #include <gtest/gtest.h>
@@ -17,16 +17,16 @@
 #include <string>
 #include <vector>
 
-#include "errors.h"
-#include "plot.h"
+#include "errors.hpp"
+#include "plot.hpp"
 
 namespace {
 
-using tb5perf::FindGnuplot;
+using tb5perf::find_gnuplot;
 using tb5perf::PlotFormat;
-using tb5perf::PlotFormatOf;
-using tb5perf::PlotScript;
-using tb5perf::RenderPlot;
+using tb5perf::plot_format_of;
+using tb5perf::plot_script;
+using tb5perf::render_plot;
 using tb5perf::Row;
 using Kind = tb5perf::Test;
 
@@ -142,21 +142,21 @@ protected:
 
 TEST(PlotFormat, FromTheExtension)
 {
-	EXPECT_EQ(PlotFormatOf("out.svg"), PlotFormat::kSvg);
-	EXPECT_EQ(PlotFormatOf("a/b.c/out.SVG"), PlotFormat::kSvg);
-	EXPECT_EQ(PlotFormatOf("out.png"), PlotFormat::kPng);
-	EXPECT_EQ(PlotFormatOf("/tmp/x.Png"), PlotFormat::kPng);
-	EXPECT_FALSE(PlotFormatOf("out.pdf"));
-	EXPECT_FALSE(PlotFormatOf("out"));
-	EXPECT_FALSE(PlotFormatOf("out.svg.gz"));
-	EXPECT_FALSE(PlotFormatOf("dir.svg/out"));
-	EXPECT_FALSE(PlotFormatOf(""));
+	EXPECT_EQ(plot_format_of("out.svg"), PlotFormat::kSvg);
+	EXPECT_EQ(plot_format_of("a/b.c/out.SVG"), PlotFormat::kSvg);
+	EXPECT_EQ(plot_format_of("out.png"), PlotFormat::kPng);
+	EXPECT_EQ(plot_format_of("/tmp/x.Png"), PlotFormat::kPng);
+	EXPECT_FALSE(plot_format_of("out.pdf"));
+	EXPECT_FALSE(plot_format_of("out"));
+	EXPECT_FALSE(plot_format_of("out.svg.gz"));
+	EXPECT_FALSE(plot_format_of("dir.svg/out"));
+	EXPECT_FALSE(plot_format_of(""));
 }
 
 TEST(PlotScript, HasEverySeriesAndTheLineRate)
 {
 	const std::string s =
-		PlotScript(KnownRows(), KnownEnv(), PlotFormat::kSvg);
+		plot_script(KnownRows(), KnownEnv(), PlotFormat::kSvg);
 
 	EXPECT_TRUE(Has(s, "set terminal svg")) << s;
 	// The rows inline, sorted by size: bw, bibw, lat (p50, p99 in us).
@@ -191,7 +191,7 @@ TEST(PlotScript, HasEverySeriesAndTheLineRate)
 
 TEST(PlotScript, PngFallsBackToGd)
 {
-	const std::string s = PlotScript(KnownRows(), {}, PlotFormat::kPng);
+	const std::string s = plot_script(KnownRows(), {}, PlotFormat::kPng);
 
 	EXPECT_TRUE(Has(s, "set terminal pngcairo")) << s;
 	EXPECT_TRUE(Has(s, "set terminal png ")) << s;
@@ -203,7 +203,7 @@ TEST(PlotScript, ManySizesThinTheLabels)
 	std::vector<Row> rows;
 	for (uint64_t size = 1; size <= (256u << 20); size *= 2)
 		rows.push_back(BwRow(Kind::kBw, size, 1, std::nullopt));
-	const std::string s = PlotScript(rows, {}, PlotFormat::kSvg);
+	const std::string s = plot_script(rows, {}, PlotFormat::kSvg);
 
 	// 29 sizes: every 4th power of two, from 1 B.
 	EXPECT_TRUE(Has(s, "set xtics (\"1 B\" 1, \"16 B\" 16, \"256 B\" 256, "
@@ -216,7 +216,7 @@ TEST(PlotScript, NoLineRateNoReference)
 {
 	const std::vector<Row> rows = {BwRow(Kind::kBw, 4096, 1.5, std::nullopt),
 				       BwRow(Kind::kStreams, 4096, 3, std::nullopt)};
-	const std::string s = PlotScript(rows, {}, PlotFormat::kSvg);
+	const std::string s = plot_script(rows, {}, PlotFormat::kSvg);
 
 	EXPECT_FALSE(Has(s, "line rate")) << s;
 	EXPECT_TRUE(Has(s, "$streams << EOD")) << s;
@@ -230,7 +230,7 @@ TEST(PlotScript, LatencyOnly)
 	Row load = LatRow(64, 2000, 9000);
 	load.test = Kind::kLatLoad;
 	const std::string s =
-		PlotScript({LatRow(8, 1500, 4250), load}, {}, PlotFormat::kSvg);
+		plot_script({LatRow(8, 1500, 4250), load}, {}, PlotFormat::kSvg);
 
 	EXPECT_TRUE(Has(s, "set multiplot layout 1,1")) << s;
 	EXPECT_TRUE(Has(s, "$lat_load << EOD")) << s;
@@ -242,31 +242,31 @@ TEST_F(PlotDir, FindGnuplotHonoursTB5_GNUPLOT)
 {
 	{
 		ScopedEnv env("TB5_GNUPLOT", "/nonexistent");
-		EXPECT_FALSE(FindGnuplot());
-		EXPECT_TRUE(Has(tb5perf::NoGnuplotMessage(),
+		EXPECT_FALSE(find_gnuplot());
+		EXPECT_TRUE(Has(tb5perf::no_gnuplot_message(),
 				"--plot needs gnuplot: TB5_GNUPLOT=/nonexistent"));
-		EXPECT_TRUE(Has(tb5perf::PlotPreflight(dir_ + "/x.svg"),
+		EXPECT_TRUE(Has(tb5perf::plot_preflight(dir_ + "/x.svg"),
 				"--plot needs gnuplot"));
 	}
 	const std::string fake = Script("fake-gnuplot", "exit 0");
 	{
 		ScopedEnv env("TB5_GNUPLOT", fake);
-		EXPECT_EQ(FindGnuplot(), fake);
-		EXPECT_EQ(tb5perf::PlotPreflight(dir_ + "/x.svg"), "");
-		EXPECT_TRUE(Has(tb5perf::PlotPreflight(dir_ + "/no/x.svg"),
+		EXPECT_EQ(find_gnuplot(), fake);
+		EXPECT_EQ(tb5perf::plot_preflight(dir_ + "/x.svg"), "");
+		EXPECT_TRUE(Has(tb5perf::plot_preflight(dir_ + "/no/x.svg"),
 				"--plot: cannot write " + dir_ + "/no/x.svg"));
 	}
 	{
 		// A bare name is looked up in PATH.
 		ScopedEnv path("PATH", dir_);
 		ScopedEnv env("TB5_GNUPLOT", "fake-gnuplot");
-		EXPECT_EQ(FindGnuplot(), fake);
+		EXPECT_EQ(find_gnuplot(), fake);
 	}
 	{
 		ScopedEnv path("PATH", dir_);
 		ScopedEnv env("TB5_GNUPLOT", "");	// empty: not set
-		EXPECT_FALSE(FindGnuplot());
-		EXPECT_TRUE(Has(tb5perf::NoGnuplotMessage(),
+		EXPECT_FALSE(find_gnuplot());
+		EXPECT_TRUE(Has(tb5perf::no_gnuplot_message(),
 				"--plot needs gnuplot (apt install gnuplot-nox)"));
 	}
 }
@@ -279,18 +279,18 @@ TEST_F(PlotDir, RenderWritesWhatGnuplotPrints)
 		Script("gp", "echo \"<svg>$1</svg>\"; grep -m1 terminal \"$2\"");
 	const std::string out = dir_ + "/out.svg";
 
-	RenderPlot(fake, PlotScript(KnownRows(), {}, PlotFormat::kSvg), out);
+	render_plot(fake, plot_script(KnownRows(), {}, PlotFormat::kSvg), out);
 	const std::string image = Read(out);
 	EXPECT_TRUE(Has(image, "<svg>-d</svg>\nset terminal svg")) << image;
 }
 
 TEST_F(PlotDir, RenderFailuresAreNamed)
 {
-	const std::string script = PlotScript(KnownRows(), {}, PlotFormat::kSvg);
+	const std::string script = plot_script(KnownRows(), {}, PlotFormat::kSvg);
 	const std::string ok = Script("ok", "echo '<svg/>'");
 	auto message = [&](const std::string &gnuplot, const std::string &path) {
 		try {
-			RenderPlot(gnuplot, script, path);
+			render_plot(gnuplot, script, path);
 		} catch (const tb5perf::Error &e) {
 			return std::string(e.what());
 		}
@@ -310,17 +310,17 @@ TEST_F(PlotDir, RenderFailuresAreNamed)
 
 TEST_F(PlotDir, RealGnuplotDrawsAnSvgAndAPng)
 {
-	const auto gnuplot = FindGnuplot();
+	const auto gnuplot = find_gnuplot();
 	if (!gnuplot)
 		GTEST_SKIP() << "no gnuplot";
-	RenderPlot(*gnuplot, PlotScript(KnownRows(), KnownEnv(), PlotFormat::kSvg),
+	render_plot(*gnuplot, plot_script(KnownRows(), KnownEnv(), PlotFormat::kSvg),
 		   dir_ + "/out.svg");
 	const std::string svg = Read(dir_ + "/out.svg");
 	EXPECT_TRUE(Has(svg, "<svg")) << svg.substr(0, 200);
 	EXPECT_TRUE(Has(svg, "</svg>")) << svg.substr(0, 200);
 	EXPECT_TRUE(Has(svg, "line rate 10 GB/s per direction"));
 
-	RenderPlot(*gnuplot, PlotScript(KnownRows(), KnownEnv(), PlotFormat::kPng),
+	render_plot(*gnuplot, plot_script(KnownRows(), KnownEnv(), PlotFormat::kPng),
 		   dir_ + "/out.png");
 	const std::string png = Read(dir_ + "/out.png");
 	ASSERT_GE(png.size(), 24u);

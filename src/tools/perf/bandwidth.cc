@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 //
 // bandwidth.cc - bw, bibw, streams.
-#include "bandwidth.h"
+#include "bandwidth.hpp"
 
 #include <memory>
 #include <vector>
 
-#include "clock.h"
-#include "errors.h"
-#include "pipe.h"
-#include "units.h"
+#include "clock.hpp"
+#include "errors.hpp"
+#include "pipe.hpp"
+#include "units.hpp"
 
 namespace tb5perf {
 namespace {
@@ -21,7 +21,7 @@ constexpr uint32_t kToClient = 1;
 class Pipes {
 public:
 	// Stream s uses slots [s * window, (s + 1) * window) of @region.
-	void Add(Conn &conn, const RunSpec &spec, bool send, Region &region,
+	void add(Conn &conn, const RunSpec &spec, bool send, Region &region,
 		 uint32_t direction)
 	{
 		for (uint32_t s = 0; s < spec.streams; s++) {
@@ -43,25 +43,25 @@ public:
 		}
 	}
 
-	void Start(bool send)
+	void start(bool send)
 	{
 		for (size_t i = 0; i < pipes_.size(); i++)
 			if (is_send_[i] == send)
-				pipes_[i]->Start();
+				pipes_[i]->start();
 	}
 
-	void Dispatch(std::span<const tb5_wc> wcs)
+	void dispatch(std::span<const tb5_wc> wcs)
 	{
 		for (const tb5_wc &wc : wcs) {
-			const uint32_t id = UdOwner(wc.user_data);
-			if (UdKindOf(wc.user_data) != kUdPipe || id >= pipes_.size())
+			const uint32_t id = ud_owner(wc.user_data);
+			if (ud_kind_of(wc.user_data) != kUdPipe || id >= pipes_.size())
 				throw Error("protocol error: an unexpected "
 					    "completion during a bandwidth test");
-			pipes_[id]->Complete(wc);
+			pipes_[id]->complete(wc);
 		}
 	}
 
-	bool Done() const
+	bool done() const
 	{
 		for (const auto &p : pipes_)
 			if (!p->done())
@@ -70,21 +70,21 @@ public:
 	}
 
 	// Received bytes, messages and bad messages; the first error.
-	uint64_t RecvBytes() const
+	uint64_t recv_bytes() const
 	{
 		uint64_t n = 0;
 		for (size_t i = 0; i < pipes_.size(); i++)
 			n += is_send_[i] ? 0 : pipes_[i]->bytes();
 		return n;
 	}
-	uint64_t RecvMessages() const
+	uint64_t recv_messages() const
 	{
 		uint64_t n = 0;
 		for (size_t i = 0; i < pipes_.size(); i++)
 			n += is_send_[i] ? 0 : pipes_[i]->completed();
 		return n;
 	}
-	uint64_t Errors(std::string *first) const
+	uint64_t errors(std::string *first) const
 	{
 		uint64_t n = 0;
 		for (const auto &p : pipes_) {
@@ -94,7 +94,7 @@ public:
 		}
 		return n;
 	}
-	uint64_t Span() const
+	uint64_t span() const
 	{
 		uint64_t first = 0, last = 0;
 		for (size_t i = 0; i < pipes_.size(); i++) {
@@ -114,49 +114,49 @@ private:
 	std::vector<bool> is_send_;
 };
 
-void CheckFits(Conn &conn, const RunSpec &spec)
+void check_fits(Conn &conn, const RunSpec &spec)
 {
-	if (BufferBytes(spec) > conn.region_size())
+	if (buffer_bytes(spec) > conn.region_size())
 		throw Error(std::to_string(spec.streams) + " x " +
 			    std::to_string(spec.window) + " x " +
-			    FormatSize(spec.size) + " do not fit in the " +
-			    FormatSize(conn.region_size()) + " buffers");
+			    format_size(spec.size) + " do not fit in the " +
+			    format_size(conn.region_size()) + " buffers");
 	for (uint32_t s = 0; s < spec.streams; s++)
 		conn.data(s);
 }
 
 } // namespace
 
-RunResult ClientBandwidth(Conn &conn, const RunSpec &spec)
+RunResult client_bandwidth(Conn &conn, const RunSpec &spec)
 {
 	const bool bidir = spec.test == Test::kBibw;
 	Pipes pipes;
 
-	CheckFits(conn, spec);
+	check_fits(conn, spec);
 	if (bidir)
-		pipes.Add(conn, spec, false, conn.recv_region(), kToClient);
-	pipes.Add(conn, spec, true, conn.send_region(), kToServer);
+		pipes.add(conn, spec, false, conn.recv_region(), kToClient);
+	pipes.add(conn, spec, true, conn.send_region(), kToServer);
 
 	// The server starts sending (bibw) as soon as it said READY.
-	pipes.Start(false);
-	conn.SendCtl(ToCtl(spec));
-	while (!conn.TakeCtl(CtlType::kReady))
-		pipes.Dispatch(conn.Poll());
-	const uint64_t t0 = NowNs(), cpu0 = ProcessCpuNs();
-	pipes.Start(true);
-	while (!pipes.Done())
-		pipes.Dispatch(conn.Poll());
+	pipes.start(false);
+	conn.send_ctl(to_ctl(spec));
+	while (!conn.take_ctl(CtlType::kReady))
+		pipes.dispatch(conn.poll());
+	const uint64_t t0 = now_ns(), cpu0 = process_cpu_ns();
+	pipes.start(true);
+	while (!pipes.done())
+		pipes.dispatch(conn.poll());
 	std::optional<CtlMsg> done;
-	while (!(done = conn.TakeCtl(CtlType::kDone)))
-		pipes.Dispatch(conn.Poll());
-	const uint64_t t1 = NowNs(), cpu1 = ProcessCpuNs();
+	while (!(done = conn.take_ctl(CtlType::kDone)))
+		pipes.dispatch(conn.poll());
+	const uint64_t t1 = now_ns(), cpu1 = process_cpu_ns();
 
 	std::string first;
-	if (const uint64_t bad = pipes.Errors(&first))
+	if (const uint64_t bad = pipes.errors(&first))
 		throw Error(conn.phase() + ": verification failed (" +
 			    std::to_string(bad) +
 			    " bad messages): " + first);
-	CheckDone(*done, conn.phase());
+	check_done(*done, conn.phase());
 	const uint64_t sent = spec.count * spec.streams * spec.size;
 	if (done->v[kDoneBytes] != sent)
 		throw Error(conn.phase() + ": the server received " +
@@ -164,38 +164,38 @@ RunResult ClientBandwidth(Conn &conn, const RunSpec &spec)
 			    std::to_string(sent));
 
 	RunResult r;
-	r.seconds = Seconds(t1 - t0);
-	r.bytes = sent + pipes.RecvBytes();
+	r.seconds = seconds(t1 - t0);
+	r.bytes = sent + pipes.recv_bytes();
 	r.messages = spec.count * spec.streams * (bidir ? 2 : 1);
 	r.cpu_ns = cpu1 - cpu0;
 	r.peer_cpu_ns = done->aux;
 	return r;
 }
 
-CtlMsg ServerBandwidth(Conn &conn, const RunSpec &spec)
+CtlMsg server_bandwidth(Conn &conn, const RunSpec &spec)
 {
 	const bool bidir = spec.test == Test::kBibw;
 	Pipes pipes;
 
-	CheckFits(conn, spec);
-	pipes.Add(conn, spec, false, conn.recv_region(), kToServer);
+	check_fits(conn, spec);
+	pipes.add(conn, spec, false, conn.recv_region(), kToServer);
 	if (bidir)
-		pipes.Add(conn, spec, true, conn.send_region(), kToClient);
-	pipes.Start(false);
-	const uint64_t cpu0 = ProcessCpuNs();
-	conn.SendCtl(MakeCtl(CtlType::kReady));
-	pipes.Start(true);
-	while (!pipes.Done())
-		pipes.Dispatch(conn.Poll());
+		pipes.add(conn, spec, true, conn.send_region(), kToClient);
+	pipes.start(false);
+	const uint64_t cpu0 = process_cpu_ns();
+	conn.send_ctl(make_ctl(CtlType::kReady));
+	pipes.start(true);
+	while (!pipes.done())
+		pipes.dispatch(conn.poll());
 
-	CtlMsg done = MakeCtl(CtlType::kDone);
-	done.aux = ProcessCpuNs() - cpu0;
+	CtlMsg done = make_ctl(CtlType::kDone);
+	done.aux = process_cpu_ns() - cpu0;
 	std::string first;
-	done.v[kDoneBytes] = pipes.RecvBytes();
-	done.v[kDoneMessages] = pipes.RecvMessages();
-	done.v[kDoneErrors] = pipes.Errors(&first);
-	done.v[kDoneNs] = pipes.Span();
-	SetText(done, first);
+	done.v[kDoneBytes] = pipes.recv_bytes();
+	done.v[kDoneMessages] = pipes.recv_messages();
+	done.v[kDoneErrors] = pipes.errors(&first);
+	done.v[kDoneNs] = pipes.span();
+	set_text(done, first);
 	return done;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // client.cc - the client's side of a session.
-#include "client.h"
+#include "client.hpp"
 
 #include <sys/random.h>
 #include <unistd.h>
@@ -10,37 +10,37 @@
 #include <cerrno>
 #include <thread>
 
-#include "bandwidth.h"
-#include "clock.h"
-#include "errors.h"
-#include "latency.h"
-#include "memory_kind.h"
-#include "plot.h"
-#include "progress.h"
-#include "report.h"
-#include "sweep.h"
-#include "units.h"
+#include "bandwidth.hpp"
+#include "clock.hpp"
+#include "errors.hpp"
+#include "latency.hpp"
+#include "memory_kind.hpp"
+#include "plot.hpp"
+#include "progress.hpp"
+#include "report.hpp"
+#include "sweep.hpp"
+#include "units.hpp"
 
 namespace tb5perf {
 namespace {
 
 constexpr uint32_t kCtlSlots = 64;
 
-uint64_t RandomSession()
+uint64_t random_session()
 {
 	uint64_t v = 0;
 
 	while (!v)
 		if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-			v = static_cast<uint64_t>(getpid()) << 32 ^ NowNs();
+			v = static_cast<uint64_t>(getpid()) << 32 ^ now_ns();
 	return v;
 }
 
 // Marks the data endpoints as in use for the scope.
 class InTest {
 public:
-	explicit InTest(Conn &conn) : conn_(conn) { conn_.SetInTest(true); }
-	~InTest() { conn_.SetInTest(false); }
+	explicit InTest(Conn &conn) : conn_(conn) { conn_.set_in_test(true); }
+	~InTest() { conn_.set_in_test(false); }
 
 private:
 	Conn &conn_;
@@ -63,11 +63,11 @@ uint32_t Client::max_ops() const
 	return n;
 }
 
-EndpointPtr Client::ConnectOne(const tb5_address &addr, uint64_t context,
+EndpointPtr Client::connect_one(const tb5_address &addr, uint64_t context,
 			       bool retry_refused)
 {
 	const uint64_t deadline =
-		NowNs() + static_cast<uint64_t>(conn_.settings().timeout_s * 1e9);
+		now_ns() + static_cast<uint64_t>(conn_.settings().timeout_s * 1e9);
 	bool refused = false;
 
 	for (;;) {
@@ -75,7 +75,7 @@ EndpointPtr Client::ConnectOne(const tb5_address &addr, uint64_t context,
 		const int ret = tb5_endpoint_connect(dev_.get(), &addr, context,
 						     &raw);
 		if (ret < 0)
-			ThrowApi("tb5_endpoint_connect to " + Hex(addr.host) +
+			throw_api("tb5_endpoint_connect to " + hex(addr.host) +
 					 " over " + dev_.name(),
 				 ret);
 		EndpointPtr ep(raw);
@@ -84,7 +84,7 @@ EndpointPtr Client::ConnectOne(const tb5_address &addr, uint64_t context,
 		bool connected = false;
 		while (!connected && !status) {
 			tb5_wc wc[16];
-			const int n = Check(tb5_poll(dev_.get(), wc, 16), "tb5_poll");
+			const int n = check(tb5_poll(dev_.get(), wc, 16), "tb5_poll");
 			for (int i = 0; i < n; i++) {
 				if (wc[i].kind != TB5_WC_EVENT || wc[i].ep != ep.get())
 					continue;
@@ -96,14 +96,14 @@ EndpointPtr Client::ConnectOne(const tb5_address &addr, uint64_t context,
 			}
 			if (n)
 				continue;
-			if (StopRequested() || (conn_.settings().stop &&
+			if (stop_requested() || (conn_.settings().stop &&
 						conn_.settings().stop->load()))
 				throw Interrupted();
-			if (NowNs() > deadline && refused)
+			if (now_ns() > deadline && refused)
 				status = -ECONNREFUSED;	// as the last try was
-			else if (NowNs() > deadline)
+			else if (now_ns() > deadline)
 				throw Error("no answer from a tb5-perf server at host " +
-					    Hex(addr.host) + " over " + dev_.name() +
+					    hex(addr.host) + " over " + dev_.name() +
 					    " (is one running? tb5-perf --server)");
 			if (conn_.settings().watchdog)
 				conn_.settings().watchdog();
@@ -112,9 +112,9 @@ EndpointPtr Client::ConnectOne(const tb5_address &addr, uint64_t context,
 		}
 		if (connected)
 			return ep;
-		if (!retry_refused || status != -ECONNREFUSED || NowNs() > deadline)
+		if (!retry_refused || status != -ECONNREFUSED || now_ns() > deadline)
 			throw Error("cannot connect to a tb5-perf server at host " +
-				    Hex(addr.host) + " service " + Hex(addr.service) +
+				    hex(addr.host) + " service " + hex(addr.service) +
 				    " over " + dev_.name() + ": " +
 				    tb5_strerror(status) +
 				    (status == -ECONNREFUSED
@@ -126,24 +126,24 @@ EndpointPtr Client::ConnectOne(const tb5_address &addr, uint64_t context,
 	}
 }
 
-void Client::Connect(uint64_t host, uint64_t service, uint64_t buffer_bytes,
+void Client::connect(uint64_t host, uint64_t service, uint64_t buffer_bytes,
 		     Memory memory)
 {
 	const tb5_address addr = {host, service, 0};
 
 	host_ = host;
 	service_ = service;
-	conn_.SetPhase("connecting");
-	conn_.AttachCtl(ConnectOne(addr, MakeCtx(kCtxCtl, 0), true),
+	conn_.set_phase("connecting");
+	conn_.attach_ctl(connect_one(addr, make_ctx(kCtxCtl, 0), true),
 			std::min<uint32_t>(4, link_.max_ops ? link_.max_ops : 1));
-	session_ = RandomSession();
-	CtlMsg hello = MakeCtl(CtlType::kHello);
+	session_ = random_session();
+	CtlMsg hello = make_ctl(CtlType::kHello);
 	hello.session = session_;
 	hello.size = buffer_bytes;
-	conn_.SendCtl(hello);
+	conn_.send_ctl(hello);
 	CtlMsg welcome;
 	try {
-		welcome = conn_.WaitAnyCtl();
+		welcome = conn_.wait_any_ctl();
 	} catch (const Interrupted &) {
 		throw;
 	} catch (const Error &e) {
@@ -154,106 +154,106 @@ void Client::Connect(uint64_t host, uint64_t service, uint64_t buffer_bytes,
 		throw Error("the server is busy with another client");
 	if (welcome.type != static_cast<uint16_t>(CtlType::kWelcome))
 		throw Error(std::string("protocol error: ") +
-			    CtlTypeName(welcome.type) + " instead of WELCOME");
+			    ctl_type_name(welcome.type) + " instead of WELCOME");
 	peer_.host = welcome.v[kWelHost];
 	peer_.max_ops = static_cast<uint32_t>(welcome.v[kWelMaxOps]);
 	peer_.ring_size = static_cast<uint32_t>(welcome.v[kWelRing]);
 	peer_.speed_mbps = static_cast<uint32_t>(welcome.v[kWelSpeed]);
 	peer_.backend = static_cast<uint32_t>(welcome.v[kWelBackend]);
-	const auto peer_memory = MemoryFromWire(welcome.aux);
-	peer_.memory = peer_memory ? std::string(MemoryName(*peer_memory))
+	const auto peer_memory = memory_from_wire(welcome.aux);
+	peer_.memory = peer_memory ? std::string(memory_name(*peer_memory))
 				   : "unknown";
-	peer_.version = Text(welcome);
-	conn_.AllocRegions(buffer_bytes, memory);
-	conn_.SetPhase("connected");
+	peer_.version = text(welcome);
+	conn_.alloc_regions(buffer_bytes, memory);
+	conn_.set_phase("connected");
 }
 
-void Client::Open(uint32_t n)
+void Client::open(uint32_t n)
 {
 	const tb5_address addr = {host_, service_, 0};
 	InTest in_test(conn_);
 	uint32_t connected = 0;
 
-	conn_.SetPhase("opening " + std::to_string(n) + " data connections");
-	CtlMsg open = MakeCtl(CtlType::kOpen);
+	conn_.set_phase("opening " + std::to_string(n) + " data connections");
+	CtlMsg open = make_ctl(CtlType::kOpen);
 	open.session = session_;
 	open.streams = n;
-	conn_.SendCtl(open);
+	conn_.send_ctl(open);
 	for (uint32_t i = 0; i < n; i++) {
 		tb5_endpoint *raw = nullptr;
 		const int ret = tb5_endpoint_connect(dev_.get(), &addr,
-						     MakeCtx(kCtxData, i), &raw);
+						     make_ctx(kCtxData, i), &raw);
 		if (ret < 0)
-			ThrowApi("tb5_endpoint_connect (data " +
+			throw_api("tb5_endpoint_connect (data " +
 					 std::to_string(i) + ")",
 				 ret);
-		conn_.SetData(i, EndpointPtr(raw));
+		conn_.set_data(i, EndpointPtr(raw));
 	}
 	while (connected < n) {
-		for (const tb5_wc &wc : conn_.Poll()) {
+		for (const tb5_wc &wc : conn_.poll()) {
 			if (wc.kind != TB5_WC_EVENT || wc.event != TB5_WC_CONNECTED)
 				throw Error("protocol error: data before OPENED");
 			connected++;
 		}
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		CtlMsg join = MakeCtl(CtlType::kJoin);
+		CtlMsg join = make_ctl(CtlType::kJoin);
 		join.session = session_;
 		join.index = i;
-		conn_.SendCtl(join, conn_.data(i));
+		conn_.send_ctl(join, conn_.data(i));
 	}
-	conn_.WaitCtl(CtlType::kOpened);
+	conn_.wait_ctl(CtlType::kOpened);
 	open_ = n;
 }
 
-void Client::Close()
+void Client::close()
 {
-	conn_.SetPhase("closing data connections");
-	conn_.SetInTest(false);
-	conn_.CloseData();
-	conn_.SendCtl(MakeCtl(CtlType::kClose));
-	conn_.WaitCtl(CtlType::kClosed);
+	conn_.set_phase("closing data connections");
+	conn_.set_in_test(false);
+	conn_.close_data();
+	conn_.send_ctl(make_ctl(CtlType::kClose));
+	conn_.wait_ctl(CtlType::kClosed);
 	open_ = 0;
 }
 
-void Client::Bye()
+void Client::bye()
 {
-	conn_.SetPhase("saying goodbye");
-	conn_.SendCtl(MakeCtl(CtlType::kBye));
-	conn_.SetClosing();
-	conn_.FlushCtl(conn_.settings().timeout_s);
+	conn_.set_phase("saying goodbye");
+	conn_.send_ctl(make_ctl(CtlType::kBye));
+	conn_.set_closing();
+	conn_.flush_ctl(conn_.settings().timeout_s);
 }
 
-RunResult Client::Run(const RunSpec &spec)
+RunResult Client::run(const RunSpec &spec)
 {
 	const bool own = spec.test == Test::kLatLoad;
 
 	if (own)
-		Open(2);
-	else if (open_ < DataEndpoints(spec))
+		open(2);
+	else if (open_ < data_endpoints(spec))
 		throw Error("internal: a run without its data connections");
-	conn_.SetPhase(std::string(TestName(spec.test)) + " " +
-		       FormatSize(spec.size));
+	conn_.set_phase(std::string(test_name(spec.test)) + " " +
+		       format_size(spec.size));
 	RunResult r;
 	{
 		InTest in_test(conn_);
-		r = IsLatencyTest(spec.test) ? ClientPingPong(conn_, spec)
-					     : ClientBandwidth(conn_, spec);
+		r = is_latency_test(spec.test) ? client_ping_pong(conn_, spec)
+					     : client_bandwidth(conn_, spec);
 	}
 	if (own)
-		Close();
+		close();
 	return r;
 }
 
-int RunClient(const Options &opt, const std::string &link_name,
+int run_client(const Options &opt, const std::string &link_name,
 	      const std::string &mode, const std::function<void()> &watchdog)
 {
 	Device dev(link_name);
 	// Before waiting for the link, and before the server registers
 	// anything for us: a link's backend and caps are known when down.
-	const tb5_link_info first = dev.Query();
-	CheckMemory(opt.memory, &first);
-	const tb5_link_info link = dev.WaitReady(opt.timeout_s, watchdog);
+	const tb5_link_info first = dev.query();
+	check_memory(opt.memory, &first);
+	const tb5_link_info link = dev.wait_ready(opt.timeout_s, watchdog);
 	PollSettings ps;
 	ps.wait = opt.wait;
 	ps.timeout_s = opt.timeout_s;
@@ -263,25 +263,25 @@ int RunClient(const Options &opt, const std::string &link_name,
 			  (opt.progress == -1 && isatty(STDERR_FILENO)));
 	Report report(opt, progress);
 
-	progress.Update("connecting to the server over " + link_name, true);
-	client.Connect(link.peer_host, opt.service,
-		       BufferBytesFor(opt, link.max_ops), opt.memory);
-	report.SetEnvironment(MakeEnvironment(opt, mode, client.link(),
+	progress.update("connecting to the server over " + link_name, true);
+	client.connect(link.peer_host, opt.service,
+		       buffer_bytes_for(opt, link.max_ops), opt.memory);
+	report.set_environment(make_environment(opt, mode, client.link(),
 					      client.peer()));
 	try {
-		Sweep(client, opt, report, progress).Run();
-		client.Bye();
+		Sweep(client, opt, report, progress).run();
+		client.bye();
 	} catch (const Error &e) {
-		progress.Clear();
-		report.Fail(e.what());
+		progress.clear();
+		report.fail(e.what());
 		throw;
 	}
-	progress.Clear();
-	report.Finish();
+	progress.clear();
+	report.finish();
 	// After the results are printed and saved: a plot that fails loses
 	// none of them.
 	if (!opt.plot.empty())
-		DrawPlot(opt, report.rows(), report.environment());
+		draw_plot(opt, report.rows(), report.environment());
 	return kExitOk;
 }
 

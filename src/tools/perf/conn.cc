@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: MIT
 //
 // conn.cc - the session's polling loop and control messages.
-#include "conn.h"
+#include "conn.hpp"
 
 #include <cerrno>
 #include <cstring>
 
-#include "clock.h"
-#include "errors.h"
+#include "clock.hpp"
+#include "errors.hpp"
 
 namespace tb5perf {
 
-void ThrowStatus(const std::string &what, int status)
+void throw_status(const std::string &what, int status)
 {
 	throw Error(what + ": " + tb5_strerror(status));
 }
 
-void ThrowStatus(Device &dev, const std::string &what, int status)
+void throw_status(Device &dev, const std::string &what, int status)
 {
 	struct tb5_drops d {};
 	char why[256] = "";
@@ -25,7 +25,7 @@ void ThrowStatus(Device &dev, const std::string &what, int status)
 	if (tb5_get_drops(dev.get(), &d) == 0)
 		tb5_drops_describe(nullptr, &d, why, sizeof(why));
 	if (!*why)
-		ThrowStatus(what, status);
+		throw_status(what, status);
 	throw Error(what + ": " + tb5_strerror(status) + "; " + dev.name() +
 		    " has dropped " + why + " since it came up");
 }
@@ -37,7 +37,7 @@ CtlPool::CtlPool(Device &dev, uint32_t slots)
 		free_.push_back(i);
 }
 
-int CtlPool::Alloc()
+int CtlPool::alloc()
 {
 	if (free_.empty())
 		return -1;
@@ -46,7 +46,7 @@ int CtlPool::Alloc()
 	return slot;
 }
 
-void CtlPool::Free(int slot)
+void CtlPool::free(int slot)
 {
 	free_.push_back(slot);
 }
@@ -54,7 +54,7 @@ void CtlPool::Free(int slot)
 Conn::Conn(Device &dev, CtlPool &pool, PollSettings settings)
 	: dev_(dev), pool_(pool), settings_(std::move(settings))
 {
-	last_activity_ns_ = last_check_ns_ = NowNs();
+	last_activity_ns_ = last_check_ns_ = now_ns();
 }
 
 Conn::~Conn()
@@ -64,25 +64,25 @@ Conn::~Conn()
 	data_.clear();
 	ctl_.reset();
 	for (int slot : ctl_recv_slots_)
-		pool_.Free(slot);
+		pool_.free(slot);
 }
 
-void Conn::AttachCtl(EndpointPtr ep, uint32_t depth)
+void Conn::attach_ctl(EndpointPtr ep, uint32_t depth)
 {
 	ctl_ = std::move(ep);
 	for (uint32_t i = 0; i < depth; i++) {
-		const int slot = pool_.Alloc();
+		const int slot = pool_.alloc();
 		if (slot < 0)
 			throw Error("out of control message slots");
 		ctl_recv_slots_.push_back(slot);
-		PostCtlRecv(slot);
+		post_ctl_recv(slot);
 	}
 }
 
-void Conn::PostCtlRecv(int slot)
+void Conn::post_ctl_recv(int slot)
 {
-	const int ret = tb5_recv(ctl_.get(), pool_.mr(), pool_.Offset(slot),
-				 kCtlSize, kTagCtl, MakeUd(kUdCtl, 0, slot));
+	const int ret = tb5_recv(ctl_.get(), pool_.mr(), pool_.offset(slot),
+				 kCtlSize, kTagCtl, make_ud(kUdCtl, 0, slot));
 	if (ret == -ECONNRESET || ret == -ENOTCONN || ret == -EPIPE) {
 		// The peer said its last word and left: what came is still
 		// read; waiting for more is an error.
@@ -90,94 +90,94 @@ void Conn::PostCtlRecv(int slot)
 		return;
 	}
 	if (ret < 0)
-		ThrowApi("tb5_recv (control)", ret);
+		throw_api("tb5_recv (control)", ret);
 }
 
-void Conn::ThrowIfCtlGone() const
+void Conn::throw_if_ctl_gone() const
 {
 	if (ctl_gone_)
 		throw Error("the control connection was closed by the peer (" +
 			    phase_ + ")");
 }
 
-void Conn::SendCtl(const CtlMsg &msg, tb5_endpoint *ep)
+void Conn::send_ctl(const CtlMsg &msg, tb5_endpoint *ep)
 {
-	const int slot = pool_.Alloc();
+	const int slot = pool_.alloc();
 
 	if (slot < 0)
 		throw Error("out of control message slots (the peer does not "
 			    "take them)");
-	memcpy(pool_.Slot(slot), &msg, sizeof(msg));
+	memcpy(pool_.slot(slot), &msg, sizeof(msg));
 	const int ret = tb5_send(ep ? ep : ctl_.get(), pool_.mr(),
-				 pool_.Offset(slot), kCtlSize, kTagCtl,
-				 MakeUd(kUdCtl, 1, slot));
+				 pool_.offset(slot), kCtlSize, kTagCtl,
+				 make_ud(kUdCtl, 1, slot));
 	if (ret < 0) {
-		pool_.Free(slot);
-		ThrowApi(std::string("tb5_send (control ") +
-				 CtlTypeName(msg.type) + ")",
+		pool_.free(slot);
+		throw_api(std::string("tb5_send (control ") +
+				 ctl_type_name(msg.type) + ")",
 			 ret);
 	}
 	ctl_sends_++;
 }
 
-bool Conn::FlushCtl(double max_s)
+bool Conn::flush_ctl(double max_s)
 {
-	const uint64_t deadline = NowNs() + static_cast<uint64_t>(max_s * 1e9);
+	const uint64_t deadline = now_ns() + static_cast<uint64_t>(max_s * 1e9);
 
-	while (ctl_sends_ && NowNs() < deadline)
-		Poll();
+	while (ctl_sends_ && now_ns() < deadline)
+		poll();
 	return !ctl_sends_;
 }
 
-std::optional<CtlMsg> Conn::TakeAnyCtl()
+std::optional<CtlMsg> Conn::take_any_ctl()
 {
 	if (inbox_.empty())
 		return std::nullopt;
 	CtlMsg msg = inbox_.front();
 	inbox_.pop_front();
-	ValidateCtl(msg);
+	validate_ctl(msg);
 	if (msg.type == static_cast<uint16_t>(CtlType::kError))
-		throw Error("the peer failed: " + Text(msg));
+		throw Error("the peer failed: " + text(msg));
 	return msg;
 }
 
-std::optional<CtlMsg> Conn::TakeCtl(CtlType type)
+std::optional<CtlMsg> Conn::take_ctl(CtlType type)
 {
-	auto msg = TakeAnyCtl();
+	auto msg = take_any_ctl();
 
 	if (msg && msg->type != static_cast<uint16_t>(type))
-		throw Error(std::string("protocol error: ") + CtlTypeName(msg->type) +
-			    " where " + CtlTypeName(static_cast<uint16_t>(type)) +
+		throw Error(std::string("protocol error: ") + ctl_type_name(msg->type) +
+			    " where " + ctl_type_name(static_cast<uint16_t>(type)) +
 			    " was due (" + phase_ + ")");
 	return msg;
 }
 
-CtlMsg Conn::WaitCtl(CtlType type)
+CtlMsg Conn::wait_ctl(CtlType type)
 {
 	for (;;) {
-		if (auto msg = TakeCtl(type))
+		if (auto msg = take_ctl(type))
 			return *msg;
-		ThrowIfCtlGone();
-		if (!Poll().empty())
+		throw_if_ctl_gone();
+		if (!poll().empty())
 			throw Error(std::string("protocol error: data while "
 						"waiting for ") +
-				    CtlTypeName(static_cast<uint16_t>(type)) +
+				    ctl_type_name(static_cast<uint16_t>(type)) +
 				    " (" + phase_ + ")");
 	}
 }
 
-CtlMsg Conn::WaitAnyCtl()
+CtlMsg Conn::wait_any_ctl()
 {
 	for (;;) {
-		if (auto msg = TakeAnyCtl())
+		if (auto msg = take_any_ctl())
 			return *msg;
-		ThrowIfCtlGone();
-		if (!Poll().empty())
+		throw_if_ctl_gone();
+		if (!poll().empty())
 			throw Error("protocol error: data outside a test");
 	}
 }
 
-void Conn::SetData(uint32_t index, EndpointPtr ep)
+void Conn::set_data(uint32_t index, EndpointPtr ep)
 {
 	if (index >= data_.size())
 		data_.resize(index + 1);
@@ -191,17 +191,17 @@ tb5_endpoint *Conn::data(uint32_t index) const
 	return data_[index].get();
 }
 
-bool Conn::HasData(uint32_t index) const
+bool Conn::has_data(uint32_t index) const
 {
 	return index < data_.size() && data_[index];
 }
 
-void Conn::CloseData()
+void Conn::close_data()
 {
 	data_.clear();
 }
 
-int Conn::DataIndex(const tb5_endpoint *ep) const
+int Conn::data_index(const tb5_endpoint *ep) const
 {
 	for (size_t i = 0; i < data_.size(); i++)
 		if (data_[i].get() == ep)
@@ -209,7 +209,7 @@ int Conn::DataIndex(const tb5_endpoint *ep) const
 	return -1;
 }
 
-void Conn::AllocRegions(size_t bytes, Memory memory)
+void Conn::alloc_regions(size_t bytes, Memory memory)
 {
 	send_.reset();
 	recv_.reset();
@@ -217,64 +217,64 @@ void Conn::AllocRegions(size_t bytes, Memory memory)
 	recv_ = std::make_unique<Region>(dev_, bytes, memory);
 }
 
-bool Conn::IsSessionEp(const tb5_endpoint *ep) const
+bool Conn::is_session_ep(const tb5_endpoint *ep) const
 {
-	return ep && (ep == ctl_.get() || DataIndex(ep) >= 0);
+	return ep && (ep == ctl_.get() || data_index(ep) >= 0);
 }
 
-void Conn::Sleep(int ms)
+void Conn::sleep(int ms)
 {
 	const int ret = tb5_wait(dev_.get(), ms);
 
 	if (ret < 0 && ret != -ETIMEDOUT && ret != -EINTR)
-		ThrowApi("tb5_wait", ret);
+		throw_api("tb5_wait", ret);
 }
 
-void Conn::Idle()
+void Conn::idle()
 {
 	uint64_t now;
 
 	if (settings_.wait) {
-		Sleep(50);
+		sleep(50);
 	} else if (++idle_polls_ & 255) {
 		return;
-	} else if (idle_sleep_ && NowNs() - last_activity_ns_ > 2000000ull) {
-		Sleep(20);
+	} else if (idle_sleep_ && now_ns() - last_activity_ns_ > 2000000ull) {
+		sleep(20);
 	}
-	now = NowNs();
+	now = now_ns();
 	if (now - last_check_ns_ < 20000000ull)
 		return;
 	last_check_ns_ = now;
-	if (StopRequested() ||
+	if (stop_requested() ||
 	    (settings_.stop && settings_.stop->load(std::memory_order_relaxed)))
 		throw Interrupted();
 	if (settings_.watchdog)
 		settings_.watchdog();
-	if (Seconds(now - last_activity_ns_) > settings_.timeout_s)
+	if (seconds(now - last_activity_ns_) > settings_.timeout_s)
 		throw Error("no progress for " +
 			    std::to_string(static_cast<int>(settings_.timeout_s)) +
 			    " s (" + phase_ + ")");
 }
 
-std::span<const tb5_wc> Conn::Poll()
+std::span<const tb5_wc> Conn::poll()
 {
 	const int n = tb5_poll(dev_.get(), wc_, kBatch);
 	int out = 0;
 
 	if (n < 0)
-		ThrowApi("tb5_poll", n);
+		throw_api("tb5_poll", n);
 	if (n == 0) {
-		Idle();
+		idle();
 		return {};
 	}
-	last_activity_ns_ = NowNs();
+	last_activity_ns_ = now_ns();
 	for (int i = 0; i < n; i++) {
 		const tb5_wc &wc = wc_[i];
 
 		if (wc.kind == TB5_WC_EVENT) {
 			// By endpoint, not by context: a server's data endpoint
 			// keeps the context it was accepted with.
-			const int data = DataIndex(wc.ep);
+			const int data = data_index(wc.ep);
 			if (!wc.ep || (wc.ep != ctl_.get() && data < 0)) {
 				if (background_)
 					background_(wc);
@@ -301,15 +301,15 @@ std::span<const tb5_wc> Conn::Poll()
 			if (wc.event == TB5_WC_PEER_CLOSED)
 				throw Error(who + " was closed by the peer (" +
 					    phase_ + ")");
-			ThrowStatus(dev_, who + " failed (" + phase_ + ")",
+			throw_status(dev_, who + " failed (" + phase_ + ")",
 				    wc.status);
 		}
-		const UdKind kind = UdKindOf(wc.user_data);
-		if (kind == kUdCtl && IsSessionEp(wc.ep)) {
-			const int slot = static_cast<int>(UdSlot(wc.user_data));
+		const UdKind kind = ud_kind_of(wc.user_data);
+		if (kind == kUdCtl && is_session_ep(wc.ep)) {
+			const int slot = static_cast<int>(ud_slot(wc.user_data));
 			if (wc.status < 0 && closing_) {
 				if (wc.kind == TB5_WC_SEND) {
-					pool_.Free(slot);
+					pool_.free(slot);
 					ctl_sends_--;
 				}
 				continue;
@@ -322,13 +322,13 @@ std::span<const tb5_wc> Conn::Poll()
 				continue;
 			}
 			if (wc.status < 0)
-				ThrowStatus(dev_, std::string("control message ") +
+				throw_status(dev_, std::string("control message ") +
 						    (wc.kind == TB5_WC_SEND ? "send"
 									    : "receive") +
 						    " (" + phase_ + ")",
 					    wc.status);
 			if (wc.kind == TB5_WC_SEND) {
-				pool_.Free(slot);
+				pool_.free(slot);
 				ctl_sends_--;
 				continue;
 			}
@@ -336,20 +336,20 @@ std::span<const tb5_wc> Conn::Poll()
 				throw Error("protocol error: a control message of " +
 					    std::to_string(wc.bytes) + " bytes");
 			CtlMsg msg;
-			memcpy(&msg, pool_.Slot(slot), sizeof(msg));
-			PostCtlRecv(slot);
-			ValidateCtl(msg);
+			memcpy(&msg, pool_.slot(slot), sizeof(msg));
+			post_ctl_recv(slot);
+			validate_ctl(msg);
 			// A failed peer says why at once, whatever waits.
 			if (msg.type == static_cast<uint16_t>(CtlType::kError))
-				throw Error("the peer failed: " + Text(msg));
+				throw Error("the peer failed: " + text(msg));
 			inbox_.push_back(msg);
 			continue;
 		}
 		if (kind == kUdPipe || kind == kUdPing || kind == kUdPong) {
-			if (!in_test_ && DataIndex(wc.ep) >= 0)
+			if (!in_test_ && data_index(wc.ep) >= 0)
 				continue;	// left over from a closed test
 			if (wc.status < 0)
-				ThrowStatus(dev_, std::string(wc.kind == TB5_WC_SEND
+				throw_status(dev_, std::string(wc.kind == TB5_WC_SEND
 								? "a send"
 								: "a receive") +
 						    " failed (" + phase_ + ")",

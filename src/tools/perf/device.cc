@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // device.cc - devices, regions, endpoints.
-#include "device.h"
+#include "device.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -12,18 +12,18 @@
 #include <thread>
 #include <utility>
 
-#include "clock.h"
-#include "errors.h"
+#include "clock.hpp"
+#include "errors.hpp"
 #include "links.hpp"
-#include "units.h"
+#include "units.hpp"
 
 namespace tb5perf {
 
-std::vector<tb5_link_info> ListLinks()
+std::vector<tb5_link_info> list_links()
 {
 	std::vector<tb5_link_info> links;
 
-	Check(tb5::tools::list_links(&links), "tb5_list_links");
+	check(tb5::tools::list_links(&links), "tb5_list_links");
 	return links;
 }
 
@@ -33,37 +33,37 @@ Device::Device(const std::string &name) : name_(name)
 	const int ret = tb5_open(name.c_str(), &dev);
 
 	if (ret < 0)
-		ThrowApi("tb5_open " + name, ret);
+		throw_api("tb5_open " + name, ret);
 	dev_.reset(dev);
 }
 
-tb5_link_info Device::Query() const
+tb5_link_info Device::query() const
 {
 	tb5_link_info info = {};
 
 	if (const int ret = tb5_query(dev_.get(), &info); ret < 0)
-		ThrowApi("tb5_query " + name_, ret);
+		throw_api("tb5_query " + name_, ret);
 	return info;
 }
 
-tb5_link_info Device::WaitReady(double timeout_s,
-				const std::function<void()> &check)
+tb5_link_info Device::wait_ready(double timeout_s,
+				const std::function<void()> &on_wait)
 {
-	const uint64_t deadline = NowNs() + static_cast<uint64_t>(timeout_s * 1e9);
+	const uint64_t deadline = now_ns() + static_cast<uint64_t>(timeout_s * 1e9);
 
 	for (;;) {
 		tb5_wc wc[8];
 		// The simulator's transport runs inside tb5_poll(); nothing
 		// else is open on the device yet, so nothing is lost.
-		Check(tb5_poll(dev_.get(), wc, 8), "tb5_poll");
-		const tb5_link_info info = Query();
+		check(tb5_poll(dev_.get(), wc, 8), "tb5_poll");
+		const tb5_link_info info = query();
 		if (info.state == TB5_LINK_STATE_READY)
 			return info;
-		if (StopRequested())
+		if (stop_requested())
 			throw Interrupted();
-		if (check)
-			check();
-		if (NowNs() > deadline) {
+		if (on_wait)
+			on_wait();
+		if (now_ns() > deadline) {
 			char secs[32];
 			snprintf(secs, sizeof(secs), "%g", timeout_s);
 			throw Error("link " + name_ + " is " +
@@ -74,7 +74,7 @@ tb5_link_info Device::WaitReady(double timeout_s,
 	}
 }
 
-void CheckMemory(Memory memory, const tb5_link_info *link)
+void check_memory(Memory memory, const tb5_link_info *link)
 {
 	if (memory == Memory::kHost)
 		return;
@@ -89,18 +89,18 @@ void CheckMemory(Memory memory, const tb5_link_info *link)
 					"module with dma-buf import (the module "
 					"of ") + link->name +
 			    " lacks TB5_CAP_DMABUF)");
-	CheckUdmabuf();
+	check_udmabuf();
 }
 
 Region::Region(Device &dev, size_t len, Memory memory) : len_(len)
 {
 	if (memory == Memory::kUdmabuf)
-		InitUdmabuf(dev);
+		init_udmabuf(dev);
 	else
-		InitHost(dev);
+		init_host(dev);
 }
 
-void Region::InitHost(Device &dev)
+void Region::init_host(Device &dev)
 {
 	const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 
@@ -108,35 +108,35 @@ void Region::InitHost(Device &dev)
 	void *p = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (p == MAP_FAILED)
-		throw Error("cannot map " + FormatSize(len_) + " of buffers: " +
+		throw Error("cannot map " + format_size(len_) + " of buffers: " +
 			    strerror(errno));
 	data_ = static_cast<uint8_t *>(p);
 	// Touch every page, so that no page fault lands in a measurement.
 	memset(data_, 0, mapped_);
 	const int ret = tb5_reg_host(dev.get(), data_, len_, &mr_);
 	if (ret < 0) {
-		const std::string msg = ApiMessage(
-			"tb5_reg_host of " + FormatSize(len_) + " on " + dev.name(),
+		const std::string msg = api_message(
+			"tb5_reg_host of " + format_size(len_) + " on " + dev.name(),
 			ret);
 		munmap(data_, mapped_);
 		throw Error(msg);
 	}
 }
 
-void Region::InitUdmabuf(Device &dev)
+void Region::init_udmabuf(Device &dev)
 {
-	const tb5_link_info info = dev.Query();
+	const tb5_link_info info = dev.query();
 
-	CheckMemory(Memory::kUdmabuf, &info);
+	check_memory(Memory::kUdmabuf, &info);
 	auto buf = std::make_unique<Udmabuf>(len_);
 	const int ret = tb5_reg_dmabuf(dev.get(), buf->fd(), 0, len_, &mr_);
 	if (ret < 0)
-		ThrowApi("tb5_reg_dmabuf of " + FormatSize(len_) + " on " +
+		throw_api("tb5_reg_dmabuf of " + format_size(len_) + " on " +
 				 dev.name(),
 			 ret);
 	// The registration holds a reference to the dma-buf until
 	// tb5_dereg(); the fd has done its work.
-	buf->CloseFd();
+	buf->close_fd();
 	data_ = buf->data();
 	mapped_ = buf->size();
 	udmabuf_ = std::move(buf);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // environment.cc - the environment of a run.
-#include "environment.h"
+#include "environment.hpp"
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -13,15 +13,15 @@
 #include <fstream>
 #include <thread>
 
-#include "device.h"
-#include "memory_kind.h"
-#include "test_kind.h"
-#include "units.h"
+#include "device.hpp"
+#include "memory_kind.hpp"
+#include "test_kind.hpp"
+#include "units.hpp"
 
 namespace tb5perf {
 namespace {
 
-std::string CpuModel()
+std::string cpu_model()
 {
 	std::ifstream f("/proc/cpuinfo");
 	std::string line;
@@ -36,7 +36,7 @@ std::string CpuModel()
 	return "unknown";
 }
 
-std::string UtcNow()
+std::string utc_now()
 {
 	char buf[32];
 	const time_t now = time(nullptr);
@@ -49,7 +49,7 @@ std::string UtcNow()
 
 } // namespace
 
-std::string Hex(uint64_t v)
+std::string hex(uint64_t v)
 {
 	char buf[24];
 
@@ -57,14 +57,14 @@ std::string Hex(uint64_t v)
 	return buf;
 }
 
-nlohmann::json LinkJson(const tb5_link_info &l)
+nlohmann::json link_json(const tb5_link_info &l)
 {
 	return {
 		{"name", l.name},
 		{"backend", tb5_backend_str(l.backend)},
 		{"state", tb5_link_state_str(l.state)},
-		{"local_host", Hex(l.local_host)},
-		{"peer_host", Hex(l.peer_host)},
+		{"local_host", hex(l.local_host)},
+		{"peer_host", hex(l.peer_host)},
 		{"index", l.index},
 		{"ring_size", l.ring_size},
 		{"max_frame", l.max_frame},
@@ -75,7 +75,7 @@ nlohmann::json LinkJson(const tb5_link_info &l)
 	};
 }
 
-nlohmann::json MakeEnvironment(const Options &opt, const std::string &mode,
+nlohmann::json make_environment(const Options &opt, const std::string &mode,
 			       const tb5_link_info &link, const PeerInfo &peer)
 {
 	nlohmann::json env;
@@ -87,7 +87,7 @@ nlohmann::json MakeEnvironment(const Options &opt, const std::string &mode,
 	env["tool"] = "tb5-perf";
 	env["tool_version"] = TB5_PERF_VERSION;
 	env["library_version"] = tb5_version();
-	env["date"] = UtcNow();
+	env["date"] = utc_now();
 	env["mode"] = mode;
 	env["command"] = opt.command;
 	if (const char *sim = getenv("TB5_SIM"))
@@ -96,12 +96,12 @@ nlohmann::json MakeEnvironment(const Options &opt, const std::string &mode,
 		{"name", hostname},
 		{"kernel", std::string(uts.sysname) + " " + uts.release},
 		{"machine", uts.machine},
-		{"cpu", CpuModel()},
+		{"cpu", cpu_model()},
 		{"cpus", std::thread::hardware_concurrency()},
 	};
-	env["link"] = LinkJson(link);
+	env["link"] = link_json(link);
 	env["peer"] = {
-		{"host", Hex(peer.host)},
+		{"host", hex(peer.host)},
 		{"library_version", peer.version},
 		{"backend", tb5_backend_str(peer.backend)},
 		{"ring_size", peer.ring_size},
@@ -111,7 +111,7 @@ nlohmann::json MakeEnvironment(const Options &opt, const std::string &mode,
 	};
 	nlohmann::json tests = nlohmann::json::array();
 	for (Test t : opt.tests)
-		tests.push_back(std::string(TestName(t)));
+		tests.push_back(std::string(test_name(t)));
 	env["settings"] = {
 		{"tests", tests},
 		{"bw_sizes", opt.bw_sizes},
@@ -124,12 +124,12 @@ nlohmann::json MakeEnvironment(const Options &opt, const std::string &mode,
 		{"streams", opt.streams},
 		{"load_size", opt.load_size},
 		{"max_inflight", opt.max_inflight},
-		{"memory", std::string(MemoryName(opt.memory))},
+		{"memory", std::string(memory_name(opt.memory))},
 		{"verify", opt.verify},
 		{"polling", opt.wait ? "tb5_wait" : "busy polling"},
 		{"memcpy", opt.memcpy},
 		{"memcpy_footprint", opt.memcpy_footprint},
-		{"service", Hex(opt.service)},
+		{"service", hex(opt.service)},
 	};
 	return env;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // errors.cc - library error messages and the stop flag.
-#include "errors.h"
+#include "errors.hpp"
 
 #include <signal.h>
 
@@ -12,17 +12,17 @@
 namespace tb5perf {
 namespace {
 
-std::atomic<bool> stop_requested{false};
+std::atomic<bool> stop_flag{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 
-void OnStopSignal(int)
+void on_stop_signal(int)
 {
-	stop_requested.store(true, std::memory_order_relaxed);
+	stop_flag.store(true, std::memory_order_relaxed);
 }
 
 } // namespace
 
-std::string ApiMessage(const std::string &what, int err)
+std::string api_message(const std::string &what, int err)
 {
 	const char *detail = tb5_last_error();
 	std::string msg = what + ": " + tb5_strerror(err);
@@ -32,21 +32,21 @@ std::string ApiMessage(const std::string &what, int err)
 	return msg;
 }
 
-void ThrowApi(const std::string &what, int err)
+void throw_api(const std::string &what, int err)
 {
-	throw Error(ApiMessage(what, err));
+	throw Error(api_message(what, err));
 }
 
-bool StopRequested()
+bool stop_requested()
 {
-	return stop_requested.load(std::memory_order_relaxed);
+	return stop_flag.load(std::memory_order_relaxed);
 }
 
-void InstallStopHandlers()
+void install_stop_handlers()
 {
 	struct sigaction sa = {};
 
-	sa.sa_handler = OnStopSignal;
+	sa.sa_handler = on_stop_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, nullptr);
 	sigaction(SIGTERM, &sa, nullptr);

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: MIT
 //
 // latency.cc - ping-pong, with or without a bulk load beside it.
-#include "latency.h"
+#include "latency.hpp"
 
 #include <algorithm>
 #include <deque>
 #include <memory>
 #include <optional>
 
-#include "clock.h"
-#include "errors.h"
-#include "pattern.h"
-#include "pipe.h"
-#include "units.h"
+#include "clock.hpp"
+#include "errors.hpp"
+#include "pattern.hpp"
+#include "pipe.hpp"
+#include "units.hpp"
 
 namespace tb5perf {
 namespace {
@@ -21,11 +21,11 @@ constexpr uint32_t kAhead = 2;		// receives posted ahead, slots
 constexpr uint32_t kPingDir = 0;
 constexpr uint32_t kPongDir = 1;
 
-void CheckFits(Conn &conn, const RunSpec &spec)
+void check_fits(Conn &conn, const RunSpec &spec)
 {
-	if (BufferBytes(spec) > conn.region_size())
-		throw Error("the " + FormatSize(conn.region_size()) +
-			    " buffers are too small for " + FormatSize(spec.size) +
+	if (buffer_bytes(spec) > conn.region_size())
+		throw Error("the " + format_size(conn.region_size()) +
+			    " buffers are too small for " + format_size(spec.size) +
 			    " ping-pongs");
 	conn.data(0);
 	if (spec.test == Test::kLatLoad)
@@ -33,7 +33,7 @@ void CheckFits(Conn &conn, const RunSpec &spec)
 }
 
 // The bulk stream of lat-load, on data endpoint 1, slots after the ping's.
-std::unique_ptr<Pipe> MakeBulk(Conn &conn, const RunSpec &spec, bool send)
+std::unique_ptr<Pipe> make_bulk(Conn &conn, const RunSpec &spec, bool send)
 {
 	if (spec.test != Test::kLatLoad)
 		return nullptr;
@@ -41,7 +41,7 @@ std::unique_ptr<Pipe> MakeBulk(Conn &conn, const RunSpec &spec, bool send)
 	cfg.ep = conn.data(1);
 	cfg.send = send;
 	cfg.region = send ? &conn.send_region() : &conn.recv_region();
-	cfg.base = BulkBase(spec.size);
+	cfg.base = bulk_base(spec.size);
 	cfg.slots = spec.window;
 	cfg.size = spec.load_size;
 	cfg.count = kUnbounded;
@@ -53,19 +53,19 @@ std::unique_ptr<Pipe> MakeBulk(Conn &conn, const RunSpec &spec, bool send)
 	return std::make_unique<Pipe>(cfg);
 }
 
-void Post(tb5_endpoint *ep, Region &region, bool send, uint32_t slot,
+void post(tb5_endpoint *ep, Region &region, bool send, uint32_t slot,
 	  uint64_t size, uint32_t tag, UdKind kind)
 {
 	const int ret = send ? tb5_send(ep, region.mr(), slot * size, size, tag,
-					MakeUd(kind, 0, slot))
+					make_ud(kind, 0, slot))
 			     : tb5_recv(ep, region.mr(), slot * size, size, tag,
-					MakeUd(kind, 0, slot));
+					make_ud(kind, 0, slot));
 	if (ret < 0)
-		ThrowApi(send ? "tb5_send" : "tb5_recv", ret);
+		throw_api(send ? "tb5_send" : "tb5_recv", ret);
 }
 
 // Checks a received ping or pong; "" when good.
-std::string CheckMessage(const tb5_wc &wc, const RunSpec &spec,
+std::string check_message(const tb5_wc &wc, const RunSpec &spec,
 			 const uint8_t *buf, uint64_t seq, uint32_t dir)
 {
 	if (wc.bytes != spec.size)
@@ -74,21 +74,21 @@ std::string CheckMessage(const tb5_wc &wc, const RunSpec &spec,
 		       std::to_string(spec.size);
 	if (!(spec.flags & kRunVerify))
 		return "";
-	std::string bad = CheckPattern(buf, spec.size,
-				       PatternSeed(spec.size, seq, 0, dir));
+	std::string bad = check_pattern(buf, spec.size,
+				       pattern_seed(spec.size, seq, 0, dir));
 	return bad.empty() ? "" : "message " + std::to_string(seq) + ": " + bad;
 }
 
 } // namespace
 
-RunResult ClientPingPong(Conn &conn, const RunSpec &spec)
+RunResult client_ping_pong(Conn &conn, const RunSpec &spec)
 {
-	CheckFits(conn, spec);
+	check_fits(conn, spec);
 	tb5_endpoint *ep = conn.data(0);
 	Region &tx = conn.send_region();
 	Region &rx = conn.recv_region();
 	const bool verify = spec.flags & kRunVerify;
-	std::unique_ptr<Pipe> bulk = MakeBulk(conn, spec, true);
+	std::unique_ptr<Pipe> bulk = make_bulk(conn, spec, true);
 	bool ping_busy[kAhead] = {};
 	uint64_t pongs = 0;		// received so far
 	uint64_t pong_bytes = 0;
@@ -97,8 +97,8 @@ RunResult ClientPingPong(Conn &conn, const RunSpec &spec)
 
 	auto dispatch = [&](std::span<const tb5_wc> wcs) {
 		for (const tb5_wc &wc : wcs) {
-			const uint32_t slot = UdSlot(wc.user_data);
-			switch (UdKindOf(wc.user_data)) {
+			const uint32_t slot = ud_slot(wc.user_data);
+			switch (ud_kind_of(wc.user_data)) {
 			case kUdPing:
 				ping_busy[slot % kAhead] = false;
 				break;
@@ -113,7 +113,7 @@ RunResult ClientPingPong(Conn &conn, const RunSpec &spec)
 				if (!bulk)
 					throw Error("protocol error: bulk data "
 						    "without load");
-				bulk->Complete(wc);
+				bulk->complete(wc);
 				break;
 			default:
 				throw Error("protocol error: an unexpected "
@@ -123,67 +123,67 @@ RunResult ClientPingPong(Conn &conn, const RunSpec &spec)
 	};
 
 	for (; pong_posted < std::min<uint64_t>(kAhead, spec.count); pong_posted++)
-		Post(ep, rx, false, pong_posted % kAhead, spec.size, kTagPong,
+		post(ep, rx, false, pong_posted % kAhead, spec.size, kTagPong,
 		     kUdPong);
-	conn.SendCtl(ToCtl(spec));
-	while (!conn.TakeCtl(CtlType::kReady))
-		dispatch(conn.Poll());
-	const uint64_t start = NowNs();
+	conn.send_ctl(to_ctl(spec));
+	while (!conn.take_ctl(CtlType::kReady))
+		dispatch(conn.poll());
+	const uint64_t start = now_ns();
 	if (bulk)
-		bulk->Start();
+		bulk->start();
 	r.samples_ns.resize(spec.count);
 	for (uint64_t i = 0; i < spec.count; i++) {
 		const uint32_t slot = i % kAhead;
 
 		while (ping_busy[slot])
-			dispatch(conn.Poll());
+			dispatch(conn.poll());
 		if (verify)
-			FillPattern(tx.data() + slot * spec.size, spec.size,
-				    PatternSeed(spec.size, i, 0, kPingDir));
-		const uint64_t t0 = NowNs();
-		Post(ep, tx, true, slot, spec.size, kTagPing, kUdPing);
+			fill_pattern(tx.data() + slot * spec.size, spec.size,
+				    pattern_seed(spec.size, i, 0, kPingDir));
+		const uint64_t t0 = now_ns();
+		post(ep, tx, true, slot, spec.size, kTagPing, kUdPing);
 		ping_busy[slot] = true;
 		while (pongs <= i)
-			dispatch(conn.Poll());
-		const uint64_t t1 = NowNs();
+			dispatch(conn.poll());
+		const uint64_t t1 = now_ns();
 		r.samples_ns[i] = static_cast<double>(t1 - t0) / 2;
 
 		tb5_wc got = {};
 		got.bytes = pong_bytes;
-		const std::string bad = CheckMessage(
+		const std::string bad = check_message(
 			got, spec, rx.data() + slot * spec.size, i, kPongDir);
 		if (!bad.empty())
 			throw Error(conn.phase() + ": verification failed: pong " +
 				    bad);
 		if (pong_posted < spec.count) {
-			Post(ep, rx, false, pong_posted % kAhead, spec.size,
+			post(ep, rx, false, pong_posted % kAhead, spec.size,
 			     kTagPong, kUdPong);
 			pong_posted++;
 		}
 	}
 	if (bulk) {
-		bulk->Finish();
+		bulk->finish();
 		while (!bulk->done())
-			dispatch(conn.Poll());
+			dispatch(conn.poll());
 	}
-	const uint64_t end = NowNs();
+	const uint64_t end = now_ns();
 	while (std::any_of(ping_busy, ping_busy + kAhead, [](bool b) { return b; }))
-		dispatch(conn.Poll());
+		dispatch(conn.poll());
 	if (bulk) {
-		CtlMsg msg = MakeCtl(CtlType::kEnd);
+		CtlMsg msg = make_ctl(CtlType::kEnd);
 		msg.count = bulk->completed();
-		conn.SendCtl(msg);
+		conn.send_ctl(msg);
 	}
 	std::optional<CtlMsg> done;
-	while (!(done = conn.TakeCtl(CtlType::kDone)))
-		dispatch(conn.Poll());
-	CheckDone(*done, conn.phase());
+	while (!(done = conn.take_ctl(CtlType::kDone)))
+		dispatch(conn.poll());
+	check_done(*done, conn.phase());
 	if (bulk && done->v[kDoneBulk] != bulk->bytes())
 		throw Error(conn.phase() + ": the server received " +
 			    std::to_string(done->v[kDoneBulk]) +
 			    " bulk bytes of " + std::to_string(bulk->bytes()));
 
-	r.seconds = Seconds(end - start);
+	r.seconds = seconds(end - start);
 	r.messages = spec.count;
 	r.bytes = 2 * spec.count * spec.size;
 	if (bulk) {
@@ -193,14 +193,14 @@ RunResult ClientPingPong(Conn &conn, const RunSpec &spec)
 	return r;
 }
 
-CtlMsg ServerPingPong(Conn &conn, const RunSpec &spec)
+CtlMsg server_ping_pong(Conn &conn, const RunSpec &spec)
 {
-	CheckFits(conn, spec);
+	check_fits(conn, spec);
 	tb5_endpoint *ep = conn.data(0);
 	Region &tx = conn.send_region();
 	Region &rx = conn.recv_region();
 	const bool verify = spec.flags & kRunVerify;
-	std::unique_ptr<Pipe> bulk = MakeBulk(conn, spec, false);
+	std::unique_ptr<Pipe> bulk = make_bulk(conn, spec, false);
 	bool pong_busy[kAhead] = {};
 	std::deque<uint64_t> pong_due;	// pongs waiting for their slot
 	uint64_t pings = 0, ping_posted = 0, pongs_done = 0, errors = 0;
@@ -210,18 +210,18 @@ CtlMsg ServerPingPong(Conn &conn, const RunSpec &spec)
 	auto send_pong = [&](uint64_t seq) {
 		const uint32_t slot = seq % kAhead;
 		if (verify)
-			FillPattern(tx.data() + slot * spec.size, spec.size,
-				    PatternSeed(spec.size, seq, 0, kPongDir));
-		Post(ep, tx, true, slot, spec.size, kTagPong, kUdPong);
+			fill_pattern(tx.data() + slot * spec.size, spec.size,
+				    pattern_seed(spec.size, seq, 0, kPongDir));
+		post(ep, tx, true, slot, spec.size, kTagPong, kUdPong);
 		pong_busy[slot] = true;
 	};
 	auto dispatch = [&](std::span<const tb5_wc> wcs) {
 		for (const tb5_wc &wc : wcs) {
-			const uint32_t slot = UdSlot(wc.user_data) % kAhead;
-			switch (UdKindOf(wc.user_data)) {
+			const uint32_t slot = ud_slot(wc.user_data) % kAhead;
+			switch (ud_kind_of(wc.user_data)) {
 			case kUdPing: {
 				const uint64_t seq = pings++;
-				const std::string bad = CheckMessage(
+				const std::string bad = check_message(
 					wc, spec, rx.data() + slot * spec.size,
 					seq, kPingDir);
 				if (!bad.empty() && !errors++)
@@ -231,7 +231,7 @@ CtlMsg ServerPingPong(Conn &conn, const RunSpec &spec)
 				else
 					send_pong(seq);
 				if (ping_posted < spec.count) {
-					Post(ep, rx, false, slot, spec.size,
+					post(ep, rx, false, slot, spec.size,
 					     kTagPing, kUdPing);
 					ping_posted++;
 				}
@@ -250,7 +250,7 @@ CtlMsg ServerPingPong(Conn &conn, const RunSpec &spec)
 				if (!bulk)
 					throw Error("protocol error: bulk data "
 						    "without load");
-				bulk->Complete(wc);
+				bulk->complete(wc);
 				break;
 			default:
 				throw Error("protocol error: an unexpected "
@@ -260,33 +260,33 @@ CtlMsg ServerPingPong(Conn &conn, const RunSpec &spec)
 	};
 
 	for (; ping_posted < std::min<uint64_t>(kAhead, spec.count); ping_posted++)
-		Post(ep, rx, false, ping_posted % kAhead, spec.size, kTagPing,
+		post(ep, rx, false, ping_posted % kAhead, spec.size, kTagPing,
 		     kUdPing);
 	if (bulk)
-		bulk->Start();
-	conn.SendCtl(MakeCtl(CtlType::kReady));
+		bulk->start();
+	conn.send_ctl(make_ctl(CtlType::kReady));
 	while (pongs_done < spec.count)
-		dispatch(conn.Poll());
+		dispatch(conn.poll());
 	if (bulk) {
 		for (;;) {
 			if (!bulk_total)
-				if (auto end = conn.TakeCtl(CtlType::kEnd))
+				if (auto end = conn.take_ctl(CtlType::kEnd))
 					bulk_total = end->count;
 			if (bulk_total && bulk->completed() >= *bulk_total)
 				break;
-			dispatch(conn.Poll());
+			dispatch(conn.poll());
 		}
 		if (bulk->errors() && !errors)
 			first_error = "bulk " + bulk->first_error();
 		errors += bulk->errors();
 	}
 
-	CtlMsg done = MakeCtl(CtlType::kDone);
+	CtlMsg done = make_ctl(CtlType::kDone);
 	done.v[kDoneBytes] = pings * spec.size;
 	done.v[kDoneMessages] = pings;
 	done.v[kDoneErrors] = errors;
 	done.v[kDoneBulk] = bulk ? bulk->bytes() : 0;
-	SetText(done, first_error);
+	set_text(done, first_error);
 	return done;
 }
 

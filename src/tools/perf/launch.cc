@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // launch.cc - --loop, --sim and --list.
-#include "launch.h"
+#include "launch.hpp"
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
@@ -22,30 +22,30 @@
 #include <thread>
 #include <vector>
 
-#include "client.h"
-#include "clock.h"
-#include "device.h"
-#include "environment.h"
-#include "errors.h"
-#include "server.h"
+#include "client.hpp"
+#include "clock.hpp"
+#include "device.hpp"
+#include "environment.hpp"
+#include "errors.hpp"
+#include "server.hpp"
 #include "live_counters.hpp"
 
 namespace tb5perf {
 namespace {
 
 // A fabric name no other run uses: [A-Za-z0-9_.-], at most 64 characters.
-std::string UniqueFabric()
+std::string unique_fabric()
 {
 	uint32_t r = 0;
 	char buf[64];
 
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-		r = static_cast<uint32_t>(NowNs());
+		r = static_cast<uint32_t>(now_ns());
 	snprintf(buf, sizeof(buf), "tb5perf-%d-%08" PRIx32, getpid(), r);
 	return buf;
 }
 
-std::string SimSpec(const std::string &fabric, const Options &opt,
+std::string sim_spec(const std::string &fabric, const Options &opt,
 		    const std::string &ours)
 {
 	if (opt.sim_options.find(':') != std::string::npos)
@@ -58,7 +58,7 @@ std::string SimSpec(const std::string &fabric, const Options &opt,
 	return spec + ours;
 }
 
-void SetSim(const std::string &spec)
+void set_sim(const std::string &spec)
 {
 	if (setenv("TB5_SIM", spec.c_str(), 1))
 		throw Error(std::string("setenv: ") + strerror(errno));
@@ -109,36 +109,36 @@ public:
 			return;
 		kill(pid_, SIGTERM);
 		// A moment to leave the fabric cleanly, then no more.
-		for (int i = 0; i < 200 && !Reap(false); i++)
+		for (int i = 0; i < 200 && !reap(false); i++)
 			usleep(10000);
 		if (!reaped_) {
 			kill(pid_, SIGKILL);
-			Reap(true);
+			reap(true);
 		}
 	}
 
 	// Throws if the child ended before it should have.
-	void CheckAlive()
+	void check_alive()
 	{
-		if (Reap(false))
+		if (reap(false))
 			throw Error("the server process ended early (" +
-				    Describe() + ")");
+				    describe() + ")");
 	}
 
 	// Waits up to @timeout_s for the child to end by itself; its exit
 	// status, or -1 if it had to be killed.
-	int Wait(double timeout_s)
+	int wait(double timeout_s)
 	{
-		const uint64_t deadline = NowNs() + static_cast<uint64_t>(timeout_s * 1e9);
+		const uint64_t deadline = now_ns() + static_cast<uint64_t>(timeout_s * 1e9);
 
-		while (!Reap(false) && NowNs() < deadline)
+		while (!reap(false) && now_ns() < deadline)
 			usleep(5000);
 		if (!reaped_)
 			return -1;
 		return WIFEXITED(status_) ? WEXITSTATUS(status_) : -1;
 	}
 
-	std::string Describe() const
+	std::string describe() const
 	{
 		if (WIFEXITED(status_))
 			return "exit status " + std::to_string(WEXITSTATUS(status_));
@@ -149,7 +149,7 @@ public:
 	}
 
 private:
-	bool Reap(bool block)
+	bool reap(bool block)
 	{
 		if (reaped_)
 			return true;
@@ -166,7 +166,7 @@ private:
 
 // Two links of this host that are each other's other end. (The ends of a
 // loop pair may have host ids of their own.)
-bool LoopPair(const tb5_link_info &a, const tb5_link_info &b)
+bool loop_pair(const tb5_link_info &a, const tb5_link_info &b)
 {
 	return a.state == TB5_LINK_STATE_READY && b.state == TB5_LINK_STATE_READY &&
 	       a.peer_host == b.local_host && b.peer_host == a.local_host &&
@@ -175,9 +175,9 @@ bool LoopPair(const tb5_link_info &a, const tb5_link_info &b)
 
 } // namespace
 
-int ListLinksCommand()
+int list_links_command()
 {
-	const std::vector<tb5_link_info> links = ListLinks();
+	const std::vector<tb5_link_info> links = list_links();
 
 	if (links.empty()) {
 		printf("no tb5 links (load the tb5 module, or set TB5_SIM for "
@@ -189,14 +189,14 @@ int ListLinksCommand()
 	for (const tb5_link_info &l : links)
 		printf("%-12s %-9s %-6s %-18s %-18s %6u %7u %10s\n", l.name,
 		       tb5_backend_str(l.backend), tb5_link_state_str(l.state),
-		       Hex(l.local_host).c_str(), Hex(l.peer_host).c_str(),
+		       hex(l.local_host).c_str(), hex(l.peer_host).c_str(),
 		       l.ring_size, l.max_ops,
 		       l.speed_mbps ? (std::to_string(l.speed_mbps) + " Mb/s").c_str()
 				    : "-");
 	return kExitOk;
 }
 
-int CountersCommand(bool json)
+int counters_command(bool json)
 {
 	const tb5::live::Snapshot snap = tb5::live::ReadAll();
 
@@ -232,16 +232,16 @@ int CountersCommand(bool json)
 	return kExitOk;
 }
 
-int RunLoop(const Options &opt)
+int run_loop(const Options &opt)
 {
 	if (opt.sim)
-		SetSim(SimSpec(UniqueFabric(), opt, "hosts=1,loop=1"));
+		set_sim(sim_spec(unique_fabric(), opt, "hosts=1,loop=1"));
 
-	const std::vector<tb5_link_info> links = ListLinks();
+	const std::vector<tb5_link_info> links = list_links();
 	const tb5_link_info *server_end = nullptr, *client_end = nullptr;
 	for (const auto &a : links) {
 		for (const auto &b : links) {
-			if (!LoopPair(a, b) || client_end)
+			if (!loop_pair(a, b) || client_end)
 				continue;
 			if (!opt.link.empty() ? opt.link == b.name
 					      : strcmp(a.name, b.name) < 0) {
@@ -266,7 +266,7 @@ int RunLoop(const Options &opt)
 	const std::string client_link = client_end->name;
 	// Both ends are links of one kind: ask once, before two threads
 	// race to say why not.
-	CheckMemory(opt.memory, client_end);
+	check_memory(opt.memory, client_end);
 
 	std::atomic<bool> stop{false};
 	std::atomic<bool> server_done{false};
@@ -278,7 +278,7 @@ int RunLoop(const Options &opt)
 	std::thread server([&] {
 		try {
 			Server srv(server_opt, {server_link}, &stop);
-			server_status = srv.Run();
+			server_status = srv.run();
 			if (server_status != kExitOk)
 				server_error = srv.last_error();
 		} catch (const Interrupted &) {
@@ -295,15 +295,15 @@ int RunLoop(const Options &opt)
 	};
 	int status;
 	try {
-		status = RunClient(opt, client_link, "loop", watchdog);
+		status = run_client(opt, client_link, "loop", watchdog);
 	} catch (...) {
 		stop.store(true);
 		server.join();
 		throw;
 	}
 	// The server ends after our BYE.
-	const uint64_t deadline = NowNs() + static_cast<uint64_t>(opt.timeout_s * 1e9);
-	while (!server_done.load() && NowNs() < deadline)
+	const uint64_t deadline = now_ns() + static_cast<uint64_t>(opt.timeout_s * 1e9);
+	while (!server_done.load() && now_ns() < deadline)
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
 	stop.store(true);
 	server.join();
@@ -312,20 +312,20 @@ int RunLoop(const Options &opt)
 	return status != kExitOk ? status : server_status;
 }
 
-int RunSim(const Options &opt)
+int run_sim(const Options &opt)
 {
 	// Host 0 is this process, the client; hosts 1..n-1 each run a
 	// server, and the client runs every test against each in turn,
 	// over the cable to it (sim_h<j>).
 	const uint32_t n = opt.sim_hosts;
-	const std::string fabric = UniqueFabric();
+	const std::string fabric = unique_fabric();
 	const std::string hosts = "hosts=" + std::to_string(n);
-	const std::string ours = SimSpec(fabric, opt, hosts + ",host=0,loop=0");
+	const std::string ours = sim_spec(fabric, opt, hosts + ",host=0,loop=0");
 	char service[24], timeout[32];
 
 	snprintf(service, sizeof(service), "0x%" PRIx64, opt.service);
 	snprintf(timeout, sizeof(timeout), "%g", opt.timeout_s);
-	SetSim(ours);
+	set_sim(ours);
 	std::vector<std::unique_ptr<Child>> children;
 	for (uint32_t j = 1; j < n; j++)
 		children.push_back(std::make_unique<Child>(
@@ -333,27 +333,27 @@ int RunSim(const Options &opt)
 						 "--quiet", "--link", "sim_h0",
 						 "--service", service, "--timeout",
 						 timeout},
-			SimSpec(fabric, opt, hosts + ",host=" + std::to_string(j) +
+			sim_spec(fabric, opt, hosts + ",host=" + std::to_string(j) +
 						     ",loop=0")));
 	// The servers not yet served must still run (a served one ends).
 	uint32_t current = 1;
 	auto alive = [&children, &current] {
 		for (size_t k = current - 1; k < children.size(); k++)
-			children[k]->CheckAlive();
+			children[k]->check_alive();
 	};
 	int status = kExitOk;
 	for (; current < n && status == kExitOk; current++)
-		status = RunClient(opt, "sim_h" + std::to_string(current), "sim",
+		status = run_client(opt, "sim_h" + std::to_string(current), "sim",
 				   alive);
 	if (status != kExitOk)
 		return status;	// the servers left are stopped as they go
 	for (uint32_t j = 1; j < n; j++) {
-		const int child_status = children[j - 1]->Wait(opt.timeout_s);
+		const int child_status = children[j - 1]->wait(opt.timeout_s);
 		if (child_status != kExitOk)
 			throw Error("the server process of host " +
 				    std::to_string(j) + " failed (" +
 				    (child_status < 0 ? std::string("did not end")
-						      : children[j - 1]->Describe()) +
+						      : children[j - 1]->describe()) +
 				    ")");
 	}
 	return status;

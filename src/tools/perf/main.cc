@@ -6,51 +6,51 @@
 #include <cstdio>
 #include <exception>
 
-#include "client.h"
-#include "errors.h"
-#include "launch.h"
-#include "nccl_proxy.h"
-#include "options.h"
-#include "plot.h"
-#include "server.h"
+#include "client.hpp"
+#include "errors.hpp"
+#include "launch.hpp"
+#include "nccl_proxy.hpp"
+#include "options.hpp"
+#include "plot.hpp"
+#include "server.hpp"
 
 int main(int argc, char **argv)
 {
 	using namespace tb5perf;
 	Options opt;
 
-	if (const int status = ParseOptions(argc, argv, opt); status >= 0)
+	if (const int status = parse_options(argc, argv, opt); status >= 0)
 		return status;
 	// gnuplot and the plot's folder are checked before the run, so that a
 	// long run is not wasted; a plot that fails after it fails the
 	// command, the results printed and saved all the same.
 	if (!opt.plot.empty()) {
-		if (const std::string why = PlotPreflight(opt.plot); !why.empty()) {
+		if (const std::string why = plot_preflight(opt.plot); !why.empty()) {
 			fprintf(stderr, "tb5-perf: %s\n", why.c_str());
 			return kExitFailed;
 		}
 	}
-	InstallStopHandlers();
+	install_stop_handlers();
 	try {
 		if (opt.list_links)
-			return ListLinksCommand();
+			return list_links_command();
 		if (opt.counters)
-			return CountersCommand(opt.format == Format::kJson);
+			return counters_command(opt.format == Format::kJson);
 		switch (opt.mode) {
 		case Mode::kServer: {
 			std::vector<std::string> links;
 			if (!opt.link.empty())
 				links.push_back(opt.link);
-			return Server(opt, links, nullptr).Run();
+			return Server(opt, links, nullptr).run();
 		}
 		case Mode::kClient:
-			return RunClient(opt, opt.link, "client", {});
+			return run_client(opt, opt.link, "client", {});
 		case Mode::kLoop:
-			return RunLoop(opt);
+			return run_loop(opt);
 		case Mode::kSim:
-			return RunSim(opt);
+			return run_sim(opt);
 		case Mode::kNccl:
-			return RunNccl(opt);
+			return run_nccl(opt);
 		}
 	} catch (const UsageError &e) {
 		fprintf(stderr, "tb5-perf: %s\n", e.what());

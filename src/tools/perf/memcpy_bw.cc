@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // memcpy_bw.cc - memcpy bandwidth.
-#include "memcpy_bw.h"
+#include "memcpy_bw.hpp"
 
 #include <sys/mman.h>
 
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "clock.h"
-#include "errors.h"
-#include "units.h"
+#include "clock.hpp"
+#include "errors.hpp"
+#include "units.hpp"
 
 namespace tb5perf {
 namespace {
@@ -30,7 +30,7 @@ MemcpyMeter::~MemcpyMeter()
 	}
 }
 
-void MemcpyMeter::Reserve(size_t bytes)
+void MemcpyMeter::reserve(size_t bytes)
 {
 	if (bytes <= len_)
 		return;
@@ -51,7 +51,7 @@ void MemcpyMeter::Reserve(size_t bytes)
 		if (d != MAP_FAILED)
 			munmap(d, bytes);
 		throw Error("memcpy reference: cannot map 2 x " +
-			    FormatSize(bytes) + ": " + strerror(err));
+			    format_size(bytes) + ": " + strerror(err));
 	}
 	src_ = static_cast<uint8_t *>(s);
 	dst_ = static_cast<uint8_t *>(d);
@@ -61,10 +61,10 @@ void MemcpyMeter::Reserve(size_t bytes)
 	memset(dst_, 0, len_);
 }
 
-double MemcpyMeter::Measure(uint64_t size, uint32_t slots, double budget_s)
+double MemcpyMeter::measure(uint64_t size, uint32_t slots, double budget_s)
 {
 	slots = std::max<uint32_t>(slots, 1);
-	Reserve(static_cast<size_t>(size) * slots);
+	reserve(static_cast<size_t>(size) * slots);
 	const uint64_t rep_ns =
 		static_cast<uint64_t>(budget_s / kRepetitions * 1e9);
 	std::vector<double> rates;
@@ -72,7 +72,7 @@ double MemcpyMeter::Measure(uint64_t size, uint32_t slots, double budget_s)
 
 	for (int rep = 0; rep < kRepetitions; rep++) {
 		uint64_t copies = 0;
-		const uint64_t t0 = NowNs();
+		const uint64_t t0 = now_ns();
 		uint64_t t1;
 		do {
 			// Check the clock every few copies only: small copies
@@ -88,7 +88,7 @@ double MemcpyMeter::Measure(uint64_t size, uint32_t slots, double budget_s)
 				if (size >= (1u << 20))
 					break;
 			}
-			t1 = NowNs();
+			t1 = now_ns();
 		} while (t1 - t0 < rep_ns);
 		rates.push_back(static_cast<double>(copies * size) /
 				static_cast<double>(t1 - t0));

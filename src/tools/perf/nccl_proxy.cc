@@ -25,7 +25,7 @@
 //
 // It prints the time of one all_reduce against the time the modelled line
 // needs for the bytes each rank sends (rate= of --sim-options).
-#include "nccl_proxy.h"
+#include "nccl_proxy.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -50,8 +50,8 @@
 #include <string>
 #include <vector>
 
-#include "clock.h"
-#include "errors.h"
+#include "clock.hpp"
+#include "errors.hpp"
 #include "nccl_net_abi.h"
 
 namespace tb5perf {
@@ -60,9 +60,9 @@ namespace {
 
 constexpr uint32_t kNcclSteps = 8;	// NCCL_STEPS
 
-uint64_t DivUp(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-const char *ProtoName(NcclProto p)
+const char *proto_name(NcclProto p)
 {
 	switch (p) {
 	case NcclProto::kSimple: return "simple";
@@ -74,7 +74,7 @@ const char *ProtoName(NcclProto p)
 
 } // namespace
 
-NcclShape NcclShapeOf(NcclProto p)
+NcclShape nccl_shape_of(NcclProto p)
 {
 	switch (p) {
 	case NcclProto::kLl: {
@@ -98,19 +98,19 @@ NcclShape NcclShapeOf(NcclProto p)
 	}
 }
 
-std::vector<NcclMsg> NcclMessages(NcclProto p, uint64_t bytes, uint32_t nch,
+std::vector<NcclMsg> nccl_messages(NcclProto p, uint64_t bytes, uint32_t nch,
 				  uint32_t ch, uint32_t q0)
 {
-	const NcclShape s = NcclShapeOf(p);
+	const NcclShape s = nccl_shape_of(p);
 	const uint64_t loop_size = uint64_t(nch) * 2 * s.chunk_data;
 	std::vector<NcclMsg> out;
-	const uint64_t loops = std::max<uint64_t>(1, DivUp(bytes, loop_size));
+	const uint64_t loops = std::max<uint64_t>(1, div_up(bytes, loop_size));
 	for (uint64_t l = 0; l < loops; l++) {
 		const uint64_t grid = l * loop_size;
 		// The kernel's realChunkSize: the loop's rest over every
 		// channel's chunks, at most a chunk, in whole 128-byte units.
-		uint64_t real = std::min(s.chunk_data, DivUp(bytes - grid, uint64_t(nch) * 2));
-		real = DivUp(real, 128) * 128;
+		uint64_t real = std::min(s.chunk_data, div_up(bytes - grid, uint64_t(nch) * 2));
+		real = div_up(real, 128) * 128;
 		for (uint32_t step = 0; step < 2; step++) {
 			const uint32_t q = step == 0 ? q0 : 1 - q0;
 			const uint64_t off = grid + (uint64_t(ch) * 2 + q) * real;
@@ -119,7 +119,7 @@ std::vector<NcclMsg> NcclMessages(NcclProto p, uint64_t bytes, uint32_t nch,
 			// SlicePerChunk of them, the empty ones sent too.
 			uint64_t slice = nelem;
 			if (s.slices > 1)
-				slice = std::max(DivUp(nelem, 16ull * s.slices) * 16, s.slot_bytes / 32);
+				slice = std::max(div_up(nelem, 16ull * s.slices) * 16, s.slot_bytes / 32);
 			uint64_t done = 0;
 			for (uint32_t i = 0; i < s.slices; i++) {
 				const uint64_t n = std::min(slice, nelem - done);
@@ -128,11 +128,11 @@ std::vector<NcclMsg> NcclMessages(NcclProto p, uint64_t bytes, uint32_t nch,
 				m.loop = (uint32_t)l;
 				m.data_off = off + done;
 				m.data_len = n;
-				m.wire_len = DivUp(n * s.wire_num, s.wire_den);
+				m.wire_len = div_up(n * s.wire_num, s.wire_den);
 				if (p == NcclProto::kLl)
-					m.wire_len = DivUp(n, 8) * 16;
+					m.wire_len = div_up(n, 8) * 16;
 				else if (p == NcclProto::kLl128)
-					m.wire_len = DivUp(n, 120) * 128;
+					m.wire_len = div_up(n, 120) * 128;
 				out.push_back(m);
 				done += n;
 			}
@@ -145,7 +145,7 @@ namespace {
 
 // ---- a socket between the two ranks (NCCL's bootstrap) --------------------
 
-void WriteAll(int fd, const void *p, size_t n)
+void write_all(int fd, const void *p, size_t n)
 {
 	const char *c = static_cast<const char *>(p);
 	while (n) {
@@ -160,7 +160,7 @@ void WriteAll(int fd, const void *p, size_t n)
 	}
 }
 
-void ReadAll(int fd, void *p, size_t n)
+void read_all(int fd, void *p, size_t n)
 {
 	char *c = static_cast<char *>(p);
 	while (n) {
@@ -174,11 +174,11 @@ void ReadAll(int fd, void *p, size_t n)
 	}
 }
 
-template <typename T> void Send(int fd, const T &v) { WriteAll(fd, &v, sizeof(v)); }
-template <typename T> T Recv(int fd)
+template <typename T> void send(int fd, const T &v) { write_all(fd, &v, sizeof(v)); }
+template <typename T> T recv(int fd)
 {
 	T v;
-	ReadAll(fd, &v, sizeof(v));
+	read_all(fd, &v, sizeof(v));
 	return v;
 }
 
@@ -186,7 +186,7 @@ template <typename T> T Recv(int fd)
 
 bool g_log_info = false;
 
-__attribute__((format(printf, 5, 6))) void Logger(ncclDebugLogLevel level,
+__attribute__((format(printf, 5, 6))) void logger(ncclDebugLogLevel level,
 						  unsigned long, const char *, int,
 						  const char *fmt, ...)
 {
@@ -200,7 +200,7 @@ __attribute__((format(printf, 5, 6))) void Logger(ncclDebugLogLevel level,
 	fprintf(stderr, "[nccl rank %d] %s\n", getpid(), buf);
 }
 
-void CheckNccl(ncclResult_t r, const char *what)
+void check_nccl(ncclResult_t r, const char *what)
 {
 	if (r != ncclSuccess)
 		throw Error(std::string("--nccl: the plugin's ") + what + " failed (ncclResult " +
@@ -221,7 +221,7 @@ struct Buffer {
 	char *c() const { return static_cast<char *>(p); }
 };
 
-uint32_t Pattern(uint32_t rank, uint64_t i)
+uint32_t pattern(uint32_t rank, uint64_t i)
 {
 	return (uint32_t)((i * 2654435761u) ^ ((rank + 1) * 0x9e3779b9u)) & 0x3fffffffu;
 }
@@ -244,17 +244,17 @@ struct Counters {
 class Rank {
 public:
 	Rank(const Options &opt, uint32_t rank, int fd) : opt_(opt), rank_(rank), fd_(fd) {}
-	~Rank() { Close(); }
-	void Setup(const std::string &plugin);
+	~Rank() { close(); }
+	void setup(const std::string &plugin);
 	// One size: returns the slower rank's mean and this rank's p50 (rank 0).
-	void RunSize(uint64_t bytes, nlohmann::json *row);
+	void run_size(uint64_t bytes, nlohmann::json *row);
 	const ncclNetProperties_v11_t &props() const { return props_; }
 
 private:
-	void RunOps(uint64_t ops, bool verify, std::vector<uint64_t> *ends);
-	void Prepare(Channel &c, size_t k, bool verify);
-	bool Check(Channel &c, size_t k);
-	void Close();
+	void run_ops(uint64_t ops, bool verify, std::vector<uint64_t> *ends);
+	void prepare(Channel &c, size_t k, bool verify);
+	bool check(Channel &c, size_t k);
+	void close();
 
 	const Options &opt_;
 	uint32_t rank_;
@@ -271,7 +271,7 @@ private:
 	bool bad_ = false;
 };
 
-void Rank::Setup(const std::string &plugin)
+void Rank::setup(const std::string &plugin)
 {
 	so_ = dlopen(plugin.c_str(), RTLD_NOW | RTLD_LOCAL);
 	if (!so_)
@@ -281,39 +281,39 @@ void Rank::Setup(const std::string &plugin)
 	if (!net_)
 		throw Error("--nccl: " + plugin + " has no ncclNetPlugin_v11");
 	ncclNetCommConfig_v11_t cfg{-1};
-	CheckNccl(net_->init(&ctx_, 0x74623570, &cfg, Logger, nullptr), "init");
+	check_nccl(net_->init(&ctx_, 0x74623570, &cfg, logger, nullptr), "init");
 	int ndev = 0;
-	CheckNccl(net_->devices(&ndev), "devices");
+	check_nccl(net_->devices(&ndev), "devices");
 	if (ndev < 1)
 		throw Error("--nccl: the plugin has no device");
-	CheckNccl(net_->getProperties(0, &props_), "getProperties");
+	check_nccl(net_->getProperties(0, &props_), "getProperties");
 
 	const uint32_t nch = opt_.nccl_channels;
-	shape_ = NcclShapeOf(static_cast<NcclProto>(opt_.nccl_proto));
+	shape_ = nccl_shape_of(static_cast<NcclProto>(opt_.nccl_proto));
 	ch_.resize(nch);
 	std::vector<char> handles(nch * NCCL_NET_HANDLE_MAXSIZE), peer(handles.size());
 	for (uint32_t c = 0; c < nch; c++)
-		CheckNccl(net_->listen(ctx_, 0, &handles[c * NCCL_NET_HANDLE_MAXSIZE], &ch_[c].lc),
+		check_nccl(net_->listen(ctx_, 0, &handles[c * NCCL_NET_HANDLE_MAXSIZE], &ch_[c].lc),
 			  "listen");
-	WriteAll(fd_, handles.data(), handles.size());
-	ReadAll(fd_, peer.data(), peer.size());
-	const uint64_t t0 = NowNs();
+	write_all(fd_, handles.data(), handles.size());
+	read_all(fd_, peer.data(), peer.size());
+	const uint64_t t0 = now_ns();
 	for (;;) {
 		bool all = true;
 		for (uint32_t c = 0; c < nch; c++) {
 			ncclNetDeviceHandle_v11_t *dh = nullptr;
 			if (!ch_[c].sc)
-				CheckNccl(net_->connect(ctx_, 0, &peer[c * NCCL_NET_HANDLE_MAXSIZE],
+				check_nccl(net_->connect(ctx_, 0, &peer[c * NCCL_NET_HANDLE_MAXSIZE],
 							&ch_[c].sc, &dh), "connect");
 			if (!ch_[c].rc)
-				CheckNccl(net_->accept(ch_[c].lc, &ch_[c].rc, &dh), "accept");
+				check_nccl(net_->accept(ch_[c].lc, &ch_[c].rc, &dh), "accept");
 			all &= ch_[c].sc && ch_[c].rc;
 		}
 		if (all)
 			break;
-		if (StopRequested())
+		if (stop_requested())
 			throw Interrupted();
-		if (NowNs() - t0 > (uint64_t)(opt_.timeout_s * 1e9))
+		if (now_ns() - t0 > (uint64_t)(opt_.timeout_s * 1e9))
 			throw Error("--nccl: no connection within --timeout");
 		sched_yield();
 	}
@@ -321,8 +321,8 @@ void Rank::Setup(const std::string &plugin)
 	for (auto &c : ch_) {
 		c.sbuf = std::make_unique<Buffer>(buf);
 		c.rbuf = std::make_unique<Buffer>(buf);
-		CheckNccl(net_->regMr(c.sc, c.sbuf->p, c.sbuf->n, NCCL_PTR_HOST, &c.smh), "regMr");
-		CheckNccl(net_->regMr(c.rc, c.rbuf->p, c.rbuf->n, NCCL_PTR_HOST, &c.rmh), "regMr");
+		check_nccl(net_->regMr(c.sc, c.sbuf->p, c.sbuf->n, NCCL_PTR_HOST, &c.smh), "regMr");
+		check_nccl(net_->regMr(c.rc, c.rbuf->p, c.rbuf->n, NCCL_PTR_HOST, &c.rmh), "regMr");
 	}
 	for (uint64_t s : opt_.bw_sizes)
 		max_bytes_ = std::max(max_bytes_, s);
@@ -330,11 +330,11 @@ void Rank::Setup(const std::string &plugin)
 		input_ = std::make_unique<Buffer>(max_bytes_);
 		auto *in = reinterpret_cast<uint32_t *>(input_->p);
 		for (uint64_t i = 0; i < max_bytes_ / 4; i++)
-			in[i] = Pattern(rank_, i);
+			in[i] = pattern(rank_, i);
 	}
 }
 
-void Rank::Close()
+void Rank::close()
 {
 	if (!net_)
 		return;
@@ -359,7 +359,7 @@ void Rank::Close()
 // The "GPU" fills send slot k (k counts messages over the whole stream of
 // all_reduces): own data (step 0) or own + the peer's step-0 slice just
 // received (step 1, the reduction).
-void Rank::Prepare(Channel &c, size_t k, bool verify)
+void Rank::prepare(Channel &c, size_t k, bool verify)
 {
 	const size_t per_op = c.sends.size();
 	const NcclMsg &m = c.sends[k % per_op];
@@ -384,15 +384,15 @@ void Rank::Prepare(Channel &c, size_t k, bool verify)
 }
 
 // Received message k: the peer's own data (step 0) or the final sum.
-bool Rank::Check(Channel &c, size_t k)
+bool Rank::check(Channel &c, size_t k)
 {
 	const NcclMsg &m = c.recvs[k % c.recvs.size()];
 	auto *got = reinterpret_cast<const uint32_t *>(c.rbuf->c() + (k % shape_.depth) *
 								   shape_.slot_bytes);
 	const uint64_t e0 = m.data_off / 4;
 	for (uint64_t i = 0; i < m.data_len / 4; i++) {
-		uint32_t want = m.step == 0 ? Pattern(1 - rank_, e0 + i) :
-					      Pattern(0, e0 + i) + Pattern(1, e0 + i);
+		uint32_t want = m.step == 0 ? pattern(1 - rank_, e0 + i) :
+					      pattern(0, e0 + i) + pattern(1, e0 + i);
 		if (got[i] != want) {
 			fprintf(stderr, "tb5-perf --nccl: rank %u: wrong data at byte %" PRIu64
 				" of the all_reduce (step %u): %#x, wanted %#x\n", rank_,
@@ -409,7 +409,7 @@ bool Rank::Check(Channel &c, size_t k)
 // proxy's receives run ahead into the next one's slots as soon as they
 // are free, as NCCL's step counters run on from op to op. @ends gets each
 // op's end time.
-void Rank::RunOps(uint64_t ops, bool verify, std::vector<uint64_t> *ends)
+void Rank::run_ops(uint64_t ops, bool verify, std::vector<uint64_t> *ends)
 {
 	const uint32_t depth = shape_.depth;
 	const int peer_tag = (int)(1 - rank_), my_tag = (int)rank_;
@@ -421,7 +421,7 @@ void Rank::RunOps(uint64_t ops, bool verify, std::vector<uint64_t> *ends)
 	}
 	ends->clear();
 	uint64_t ended = 0;	// ops whose kernel has ended here
-	const uint64_t t0 = NowNs();
+	const uint64_t t0 = now_ns();
 	uint64_t last = t0;
 	uint32_t append = 0;
 	for (;;) {
@@ -439,8 +439,8 @@ void Rank::RunOps(uint64_t ops, bool verify, std::vector<uint64_t> *ends)
 				void *req = nullptr;
 				char *slot = c.sbuf->c() + (k % depth) * shape_.slot_bytes;
 				if (m->step == 0 || !c.consumed[k - shape_.slices])
-					Prepare(c, k, verify);
-				CheckNccl(net_->isend(c.sc, slot, m->wire_len, my_tag, c.smh,
+					prepare(c, k, verify);
+				check_nccl(net_->isend(c.sc, slot, m->wire_len, my_tag, c.smh,
 						      nullptr, &req), "isend");
 				if (req) {
 					c.sreq[k % depth] = req;
@@ -453,7 +453,7 @@ void Rank::RunOps(uint64_t ops, bool verify, std::vector<uint64_t> *ends)
 			if (c.s_done < c.s_tx) {
 				int done = 0, size = 0;
 				cnt_.tests++;
-				CheckNccl(net_->test(c.sreq[c.s_done % depth], &done, &size), "test");
+				check_nccl(net_->test(c.sreq[c.s_done % depth], &done, &size), "test");
 				if (done) {
 					c.s_done++;
 					idle = false;
@@ -472,7 +472,7 @@ void Rank::RunOps(uint64_t ops, bool verify, std::vector<uint64_t> *ends)
 				int tag = peer_tag;
 				void *req = nullptr;
 				void *ph = nullptr;
-				CheckNccl(net_->irecv(c.rc, 1, &data, &size, &tag, &c.rmh, &ph, &req),
+				check_nccl(net_->irecv(c.rc, 1, &data, &size, &tag, &c.rmh, &ph, &req),
 					  "irecv");
 				if (req) {
 					c.rreq[k % depth] = req;
@@ -493,7 +493,7 @@ void Rank::RunOps(uint64_t ops, bool verify, std::vector<uint64_t> *ends)
 				const NcclMsg &m = c.recvs[k % per_op];
 				int done = 0, sizes[8] = {};
 				cnt_.tests++;
-				CheckNccl(net_->test(c.rreq[k % depth], &done, sizes), "test");
+				check_nccl(net_->test(c.rreq[k % depth], &done, sizes), "test");
 				if (!done)
 					continue;
 				idle = false;
@@ -502,10 +502,10 @@ void Rank::RunOps(uint64_t ops, bool verify, std::vector<uint64_t> *ends)
 						"wanted %" PRIu64 "\n", rank_, sizes[0], m.wire_len);
 					bad_ = true;
 				}
-				if (verify && !Check(c, k))
+				if (verify && !check(c, k))
 					bad_ = true;
 				c.r_recv++;
-				CheckNccl(net_->irecvConsumed(c.rc, 1, c.rreq[k % depth]),
+				check_nccl(net_->irecvConsumed(c.rc, 1, c.rreq[k % depth]),
 					  "irecvConsumed");
 				// The final slices are consumed at once (recvCopy).
 				if (m.step == 1)
@@ -524,7 +524,7 @@ void Rank::RunOps(uint64_t ops, bool verify, std::vector<uint64_t> *ends)
 			if (!done)
 				break;
 			ended++;
-			const uint64_t now = NowNs();
+			const uint64_t now = now_ns();
 			ends->push_back(now - last);
 			last = now;
 		}
@@ -539,49 +539,49 @@ void Rank::RunOps(uint64_t ops, bool verify, std::vector<uint64_t> *ends)
 			sched_yield();
 		}
 		if ((cnt_.passes & 0xfff) == 0) {
-			if (StopRequested())
+			if (stop_requested())
 				throw Interrupted();
-			if (NowNs() - last > (uint64_t)(opt_.timeout_s * 1e9))
+			if (now_ns() - last > (uint64_t)(opt_.timeout_s * 1e9))
 				throw Error("--nccl: an all_reduce made no progress within --timeout");
 		}
 	}
 }
 
-void Rank::RunSize(uint64_t bytes, nlohmann::json *row)
+void Rank::run_size(uint64_t bytes, nlohmann::json *row)
 {
 	const auto p = static_cast<NcclProto>(opt_.nccl_proto);
 	const uint32_t nch = (uint32_t)ch_.size();
 	for (uint32_t c = 0; c < nch; c++) {
-		ch_[c].sends = NcclMessages(p, bytes, nch, c, rank_);
-		ch_[c].recvs = NcclMessages(p, bytes, nch, c, 1 - rank_);
+		ch_[c].sends = nccl_messages(p, bytes, nch, c, rank_);
+		ch_[c].recvs = nccl_messages(p, bytes, nch, c, 1 - rank_);
 	}
 	// Agree on the count: rank 0 times the warm-up.
-	Send(fd_, uint8_t{1});
-	(void)Recv<uint8_t>(fd_);
+	send(fd_, uint8_t{1});
+	(void)recv<uint8_t>(fd_);
 	const uint64_t warm = opt_.warmup >= 0 ? (uint64_t)opt_.warmup : 3;
 	std::vector<uint64_t> t;
-	const uint64_t w0 = NowNs();
+	const uint64_t w0 = now_ns();
 	if (warm)
-		RunOps(warm, opt_.verify, &t);
+		run_ops(warm, opt_.verify, &t);
 	uint64_t iters = opt_.iters;
 	if (rank_ == 0) {
 		if (!iters) {
-			const double per = warm ? (double)(NowNs() - w0) / (double)warm : 1e5;
+			const double per = warm ? (double)(now_ns() - w0) / (double)warm : 1e5;
 			iters = (uint64_t)std::clamp(opt_.duration_s * 1e9 / std::max(per, 1.0),
 						     (double)opt_.min_iters, 1e6);
 		}
-		Send(fd_, iters);
+		send(fd_, iters);
 	} else {
-		iters = Recv<uint64_t>(fd_);
+		iters = recv<uint64_t>(fd_);
 	}
-	Send(fd_, uint8_t{1});
-	(void)Recv<uint8_t>(fd_);
+	send(fd_, uint8_t{1});
+	(void)recv<uint8_t>(fd_);
 	cnt_ = Counters{};
-	const uint64_t c0 = ProcessCpuNs();
-	const uint64_t s0 = NowNs();
-	RunOps(iters, opt_.verify, &t);
-	const uint64_t total = NowNs() - s0;
-	const uint64_t cpu = ProcessCpuNs() - c0;
+	const uint64_t c0 = process_cpu_ns();
+	const uint64_t s0 = now_ns();
+	run_ops(iters, opt_.verify, &t);
+	const uint64_t total = now_ns() - s0;
+	const uint64_t cpu = process_cpu_ns() - c0;
 	std::sort(t.begin(), t.end());
 	const uint64_t p50 = t.empty() ? 0 : t[t.size() / 2];
 	struct Result {
@@ -589,11 +589,11 @@ void Rank::RunSize(uint64_t bytes, nlohmann::json *row)
 		uint8_t bad;
 	} mine{total, p50, cpu, cnt_.tests, cnt_.isend_null, cnt_.irecv_null, bad_};
 	if (rank_ == 1) {
-		Send(fd_, mine);
+		send(fd_, mine);
 		bad_ = false;
 		return;
 	}
-	const Result other = Recv<Result>(fd_);
+	const Result other = recv<Result>(fd_);
 	const uint64_t slow = std::max(total, other.total);
 	const double mean_us = (double)slow / (double)iters / 1e3;
 	const double p50_us = (double)std::max(p50, other.p50) / 1e3;
@@ -609,7 +609,7 @@ void Rank::RunSize(uint64_t bytes, nlohmann::json *row)
 	auto &r = *row;
 	r["test"] = "nccl-allreduce";
 	r["size"] = bytes;
-	r["proto"] = ProtoName(p);
+	r["proto"] = proto_name(p);
 	r["channels"] = nch;
 	r["msgs_per_op"] = msgs;
 	r["msg_bytes_max"] = max_msg;
@@ -632,7 +632,7 @@ void Rank::RunSize(uint64_t bytes, nlohmann::json *row)
 	bad_ = false;
 }
 
-double RateGbps(const std::string &sim_options)
+double rate_gbps(const std::string &sim_options)
 {
 	size_t at = 0;
 	while (at < sim_options.size()) {
@@ -647,17 +647,17 @@ double RateGbps(const std::string &sim_options)
 	return 0;
 }
 
-std::string Fabric()
+std::string new_fabric_name()
 {
 	uint32_t r = 0;
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-		r = (uint32_t)NowNs();
+		r = (uint32_t)now_ns();
 	char buf[64];
 	snprintf(buf, sizeof(buf), "tb5nccl-%d-%08" PRIx32, getpid(), r);
 	return buf;
 }
 
-void SetSim(const std::string &fabric, const Options &opt, uint32_t host)
+void set_sim(const std::string &fabric, const Options &opt, uint32_t host)
 {
 	if (opt.sim_options.find(':') != std::string::npos)
 		throw UsageError("--sim-options: key=value[,key=value...], without the "
@@ -669,15 +669,15 @@ void SetSim(const std::string &fabric, const Options &opt, uint32_t host)
 	setenv("TB5_SIM", spec.c_str(), 1);
 }
 
-int RunRank1(const Options &opt, int fd)
+int run_rank1(const Options &opt, int fd)
 {
 	try {
 		Rank r(opt, 1, fd);
-		r.Setup(opt.plugin);
+		r.setup(opt.plugin);
 		for (uint64_t s : opt.bw_sizes)
-			r.RunSize(s, nullptr);
-		Send(fd, uint8_t{2});
-		(void)Recv<uint8_t>(fd);
+			r.run_size(s, nullptr);
+		send(fd, uint8_t{2});
+		(void)recv<uint8_t>(fd);
 		return kExitOk;
 	} catch (const Interrupted &) {
 		return kExitFailed;
@@ -687,7 +687,7 @@ int RunRank1(const Options &opt, int fd)
 	}
 }
 
-std::string Human(uint64_t n)
+std::string human(uint64_t n)
 {
 	char b[32];
 	if (n >= (1ull << 30) && n % (1ull << 30) == 0)
@@ -703,10 +703,10 @@ std::string Human(uint64_t n)
 
 } // namespace
 
-int RunNccl(const Options &opt)
+int run_nccl(const Options &opt)
 {
 	g_log_info = getenv("TB5_PERF_NCCL_LOG") != nullptr;
-	const std::string fabric = Fabric();
+	const std::string fabric = new_fabric_name();
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		throw Error(std::string("socketpair: ") + strerror(errno));
@@ -720,9 +720,9 @@ int RunNccl(const Options &opt)
 		if (getppid() != parent)
 			_exit(kExitFailed);
 		close(sv[0]);
-		SetSim(fabric, opt, 1);
+		set_sim(fabric, opt, 1);
 		// exit(), not _exit(): the plugin's trace is written at exit.
-		exit(RunRank1(opt, sv[1]));
+		exit(run_rank1(opt, sv[1]));
 	}
 	close(sv[1]);
 	struct Reaper {
@@ -740,8 +740,8 @@ int RunNccl(const Options &opt)
 		}
 	} child{pid, sv[0]};
 
-	SetSim(fabric, opt, 0);
-	const double rate = RateGbps(opt.sim_options);
+	set_sim(fabric, opt, 0);
+	const double rate = rate_gbps(opt.sim_options);
 	nlohmann::json doc;
 	doc["tool"] = "tb5-perf";
 	doc["version"] = TB5_PERF_VERSION;
@@ -754,7 +754,7 @@ int RunNccl(const Options &opt)
 	bool failed = false;
 	{
 		Rank r(opt, 0, sv[0]);
-		r.Setup(opt.plugin);
+		r.setup(opt.plugin);
 		const auto &pp = r.props();
 		doc["properties"] = {{"name", pp.name ? pp.name : ""},
 				     {"speed_mbps", pp.speed},
@@ -765,7 +765,7 @@ int RunNccl(const Options &opt)
 			fprintf(table, "# tb5-perf --nccl: 2-rank ring all_reduce as NCCL 2.28's "
 				"proxy moves it, %u channel%s, %s protocol, plugin %s\n",
 				opt.nccl_channels, opt.nccl_channels == 1 ? "" : "s",
-				ProtoName(static_cast<NcclProto>(opt.nccl_proto)),
+				proto_name(static_cast<NcclProto>(opt.nccl_proto)),
 				opt.plugin.c_str());
 			fprintf(table, "# device %s: speed %d Mb/s, latency %.1f us, maxRecvs %d; "
 				"line %s\n", pp.name ? pp.name : "?", pp.speed, pp.latency,
@@ -780,7 +780,7 @@ int RunNccl(const Options &opt)
 		}
 		for (uint64_t s : opt.bw_sizes) {
 			nlohmann::json row;
-			r.RunSize(s, &row);
+			r.run_size(s, &row);
 			double line_us = 0;
 			if (rate > 0) {
 				// Each rank sends its wire bytes one way (2 ranks);
@@ -801,10 +801,10 @@ int RunNccl(const Options &opt)
 						 row["x_line"].get<double>());
 				}
 				fprintf(table, "%10s %6zu %5" PRIu64 " %9s %10.1f %10.1f %10.2f %9s "
-					"%8s %8.1f %6.2f %10.1f %5s\n", Human(s).c_str(),
+					"%8s %8.1f %6.2f %10.1f %5s\n", human(s).c_str(),
 					row["msgs_per_op"].get<size_t>(),
 					row["iters"].get<uint64_t>(),
-					Human(row["msg_bytes_max"].get<uint64_t>()).c_str(),
+					human(row["msg_bytes_max"].get<uint64_t>()).c_str(),
 					row["time_us"].get<double>(), row["time_us_p50"].get<double>(),
 					row["busbw_gbps"].get<double>(), lt, xl,
 					row["tests_per_op"].get<double>(),
@@ -815,8 +815,8 @@ int RunNccl(const Options &opt)
 			}
 			doc["rows"].push_back(row);
 		}
-		(void)Recv<uint8_t>(sv[0]);
-		Send(sv[0], uint8_t{2});
+		(void)recv<uint8_t>(sv[0]);
+		send(sv[0], uint8_t{2});
 	}
 	int st = 0;
 	if (waitpid(pid, &st, 0) == pid)

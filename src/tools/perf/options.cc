@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: MIT
 //
 // options.cc - the command line, parsed with CLI11.
-#include "options.h"
+#include "options.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <iostream>
 
-#include "errors.h"
-#include "plot.h"
+#include "errors.hpp"
+#include "plot.hpp"
 #include "tb5/tb5.h"
-#include "units.h"
+#include "units.hpp"
 
 namespace tb5perf {
 namespace {
@@ -30,9 +30,9 @@ const char kDescription[] =
 	"a simulated fabric\n\n"
 	"Sizes take K, M, G (1024-based); rates are GB/s (1e9 bytes/s).";
 
-uint64_t SizeOption(const std::string &text, const char *name)
+uint64_t size_option(const std::string &text, const char *name)
 {
-	auto n = ParseSize(text);
+	auto n = parse_size(text);
 
 	if (!n || !*n)
 		throw UsageError(std::string(name) + ": bad size \"" + text +
@@ -41,22 +41,22 @@ uint64_t SizeOption(const std::string &text, const char *name)
 }
 
 // The family's own option, else --sizes, else the default.
-std::vector<uint64_t> SizeListOption(const std::string &own, const char *name,
+std::vector<uint64_t> size_list_option(const std::string &own, const char *name,
 				     const std::string &sizes, const char *def)
 {
 	const std::string &text = !own.empty() ? own : sizes;
 	const char *which = !own.empty() ? name : "--sizes";
 
 	if (text.empty())
-		return ParseSizeList(def);
+		return parse_size_list(def);
 	try {
-		return ParseSizeList(text);
+		return parse_size_list(text);
 	} catch (const UsageError &e) {
 		throw UsageError(std::string(which) + ": " + e.what());
 	}
 }
 
-void ParseTests(const std::vector<std::string> &names, Options &out)
+void parse_tests(const std::vector<std::string> &names, Options &out)
 {
 	out.tests.clear();
 	for (const std::string &name : names) {
@@ -65,7 +65,7 @@ void ParseTests(const std::vector<std::string> &names, Options &out)
 				out.tests.push_back(t);
 			continue;
 		}
-		auto t = TestFromName(name);
+		auto t = test_from_name(name);
 		if (!t)
 			throw UsageError("--test: unknown test \"" + name +
 					 "\" (bw, bibw, lat, jitter, lat-load, "
@@ -86,7 +86,7 @@ void ParseTests(const std::vector<std::string> &names, Options &out)
 
 } // namespace
 
-int ParseOptions(int argc, char **argv, Options &out)
+int parse_options(int argc, char **argv, Options &out)
 {
 	CLI::App app(kDescription, "tb5-perf");
 	bool server = false, client = false, loop = false, json = false,
@@ -95,7 +95,7 @@ int ParseOptions(int argc, char **argv, Options &out)
 	std::string nccl_proto = "simple";
 	std::string service, sizes, bw_sizes, lat_sizes, load_size,
 		max_inflight, memcpy_footprint;
-	std::string memory(MemoryName(out.memory));
+	std::string memory(memory_name(out.memory));
 	std::vector<std::string> tests;
 
 	app.set_version_flag("--version",
@@ -259,7 +259,7 @@ int ParseOptions(int argc, char **argv, Options &out)
 		if (!out.output.empty() && !json && !csv)
 			throw UsageError("--output needs --json or --csv");
 		if (!out.plot.empty()) {
-			const auto f = PlotFormatOf(out.plot);
+			const auto f = plot_format_of(out.plot);
 			if (!f)
 				throw UsageError("--plot: \"" + out.plot +
 						 "\" must end in .svg or .png");
@@ -285,10 +285,10 @@ int ParseOptions(int argc, char **argv, Options &out)
 				throw UsageError("--service: bad id \"" + service +
 						 "\"");
 		}
-		ParseTests(tests.empty() ? std::vector<std::string>{"bw", "lat"}
+		parse_tests(tests.empty() ? std::vector<std::string>{"bw", "lat"}
 					 : tests,
 			   out);
-		out.bw_sizes = SizeListOption(bw_sizes, "--bw-sizes", sizes,
+		out.bw_sizes = size_list_option(bw_sizes, "--bw-sizes", sizes,
 					      nccl ? "1K,64K,256K,1M,4M,16M" :
 						     "256:256M");
 		if (nccl_proto == "simple")
@@ -300,12 +300,12 @@ int ParseOptions(int argc, char **argv, Options &out)
 		else
 			throw UsageError("--nccl-proto: unknown protocol \"" +
 					 nccl_proto + "\" (simple, ll, ll128)");
-		out.lat_sizes = SizeListOption(lat_sizes, "--lat-sizes", sizes,
+		out.lat_sizes = size_list_option(lat_sizes, "--lat-sizes", sizes,
 					       "8:64K");
 		if (!load_size.empty())
-			out.load_size = SizeOption(load_size, "--load-size");
+			out.load_size = size_option(load_size, "--load-size");
 		if (!memcpy_footprint.empty()) {
-			auto n = ParseSize(memcpy_footprint);
+			auto n = parse_size(memcpy_footprint);
 			if (!n)
 				throw UsageError("--memcpy-footprint: bad size \"" +
 						 memcpy_footprint + "\"");
@@ -313,8 +313,8 @@ int ParseOptions(int argc, char **argv, Options &out)
 		}
 		if (!max_inflight.empty())
 			out.max_inflight =
-				SizeOption(max_inflight, "--max-inflight");
-		const auto m = MemoryFromName(memory);
+				size_option(max_inflight, "--max-inflight");
+		const auto m = memory_from_name(memory);
 		if (!m)
 			throw UsageError("--memory: unknown memory \"" + memory +
 					 "\" (host, udmabuf)");

@@ -2,7 +2,7 @@
 //
 // pattern.cc - 64-bit words seed + i * K (K odd), little-endian; cheap
 // enough to write and check at memory speed.
-#include "pattern.h"
+#include "pattern.hpp"
 
 #include <cinttypes>
 #include <cstdio>
@@ -13,7 +13,7 @@ namespace {
 
 constexpr uint64_t kStep = 0x9e3779b97f4a7c15ull;
 
-uint64_t Mix(uint64_t x)
+uint64_t mix(uint64_t x)
 {
 	x ^= x >> 30;
 	x *= 0xbf58476d1ce4e5b9ull;
@@ -25,14 +25,14 @@ uint64_t Mix(uint64_t x)
 
 } // namespace
 
-uint64_t PatternSeed(uint64_t size, uint64_t seq, uint32_t stream,
+uint64_t pattern_seed(uint64_t size, uint64_t seq, uint32_t stream,
 		     uint32_t direction)
 {
-	return Mix(Mix(size) ^ Mix(seq + 1) ^
+	return mix(mix(size) ^ mix(seq + 1) ^
 		   (static_cast<uint64_t>(stream) << 32 | direction));
 }
 
-void FillPattern(uint8_t *buf, uint64_t len, uint64_t seed)
+void fill_pattern(uint8_t *buf, uint64_t len, uint64_t seed)
 {
 	const uint64_t words = len / 8;
 	uint64_t w = seed;
@@ -43,7 +43,7 @@ void FillPattern(uint8_t *buf, uint64_t len, uint64_t seed)
 		memcpy(buf + words * 8, &w, len % 8);
 }
 
-std::string CheckPattern(const uint8_t *buf, uint64_t len, uint64_t seed)
+std::string check_pattern(const uint8_t *buf, uint64_t len, uint64_t seed)
 {
 	const uint64_t words = len / 8;
 	uint64_t w = seed;

@@ -2,7 +2,7 @@
 //
 // plot.cc - --plot: a gnuplot script with the rows inline, run through
 // gnuplot, the image it prints written to the file.
-#include "plot.h"
+#include "plot.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -18,8 +18,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "errors.h"
-#include "units.h"
+#include "errors.hpp"
+#include "units.hpp"
 
 extern char **environ;
 
@@ -31,7 +31,7 @@ constexpr Test kLatTests[] = {Test::kLat, Test::kJitter, Test::kLatLoad};
 // Most labelled sizes on an x axis before they are thinned out.
 constexpr int kMaxXTics = 12;
 
-const char *Color(Test t)
+const char *color(Test t)
 {
 	switch (t) {
 	case Test::kBw: return "#1f77b4";
@@ -47,7 +47,7 @@ const char *Color(Test t)
 // A gnuplot double-quoted string: backslashes and quotes escaped, a
 // newline as \n, other control characters (there should be none) as
 // spaces.
-std::string Quote(const std::string &s)
+std::string quote(const std::string &s)
 {
 	std::string q = "\"";
 
@@ -63,7 +63,7 @@ std::string Quote(const std::string &s)
 	return q + "\"";
 }
 
-std::string Num(double v)
+std::string num(double v)
 {
 	char buf[32];
 
@@ -72,7 +72,7 @@ std::string Num(double v)
 }
 
 // A rate for a label: "10", "9.99", "4.995".
-std::string Rate(double gbps)
+std::string rate(double gbps)
 {
 	char buf[32];
 
@@ -80,23 +80,23 @@ std::string Rate(double gbps)
 	return buf;
 }
 
-std::string Block(Test t)
+std::string block(Test t)
 {
 	// (built up with append: gcc 12 at -O3 warns, wrongly, that the
 	// memcpy of operator+(const char *, string &&) may overlap)
 	std::string name = "$";
-	name.append(TestName(t));
+	name.append(test_name(t));
 
 	std::replace(name.begin(), name.end(), '-', '_');
 	return name;
 }
 
-std::vector<const Row *> RowsOf(const std::vector<Row> &rows, Test t)
+std::vector<const Row *> rows_of(const std::vector<Row> &rows, Test t)
 {
 	std::vector<const Row *> out;
 
 	for (const Row &r : rows)
-		if (r.test == t && (!IsLatencyTest(t) || r.lat))
+		if (r.test == t && (!is_latency_test(t) || r.lat))
 			out.push_back(&r);
 	std::sort(out.begin(), out.end(),
 		  [](const Row *a, const Row *b) { return a->size < b->size; });
@@ -104,7 +104,7 @@ std::vector<const Row *> RowsOf(const std::vector<Row> &rows, Test t)
 }
 
 // The env's string at @key of @obj ("" if absent or not a string).
-std::string Str(const nlohmann::json &env, const char *obj, const char *key)
+std::string str(const nlohmann::json &env, const char *obj, const char *key)
 {
 	const nlohmann::json *j = &env;
 
@@ -120,9 +120,9 @@ std::string Str(const nlohmann::json &env, const char *obj, const char *key)
 
 // The link model's settings of TB5_SIM ("rate=80,usb4=1"): what follows
 // the fabric's name, less the slots tb5-perf sets itself.
-std::string SimModel(const nlohmann::json &env)
+std::string sim_model(const nlohmann::json &env)
 {
-	const std::string sim = Str(env, nullptr, "simulator");
+	const std::string sim = str(env, nullptr, "simulator");
 	const size_t colon = sim.find(':');
 	std::string out;
 
@@ -139,13 +139,13 @@ std::string SimModel(const nlohmann::json &env)
 	return out;
 }
 
-std::string Title(const nlohmann::json &env)
+std::string title(const nlohmann::json &env)
 {
 	std::string first = "tb5-perf";
-	const std::string mode = Str(env, nullptr, "mode");
-	const std::string link = Str(env, "link", "name");
-	const std::string backend = Str(env, "link", "backend");
-	const std::string model = SimModel(env);
+	const std::string mode = str(env, nullptr, "mode");
+	const std::string link = str(env, "link", "name");
+	const std::string backend = str(env, "link", "backend");
+	const std::string model = sim_model(env);
 
 	if (!mode.empty())
 		first += " (" + mode + ")";
@@ -161,10 +161,10 @@ std::string Title(const nlohmann::json &env)
 	}
 	std::string second;
 	for (const std::string &part :
-	     {Str(env, "host", "name"), Str(env, nullptr, "date"),
-	      Str(env, nullptr, "tool_version").empty()
+	     {str(env, "host", "name"), str(env, nullptr, "date"),
+	      str(env, nullptr, "tool_version").empty()
 		      ? std::string()
-		      : "tb5-perf " + Str(env, nullptr, "tool_version")})
+		      : "tb5-perf " + str(env, nullptr, "tool_version")})
 		if (!part.empty())
 			second += (second.empty() ? "" : ", ") + part;
 	return second.empty() ? first : first + "\n" + second;
@@ -174,7 +174,7 @@ std::string Title(const nlohmann::json &env)
 // of two between, or every 2nd, 4th... of them (multiples of that in the
 // exponent, so that KiB and MiB fall on a label) when there would be too
 // many.
-void XAxis(std::ostringstream &s, uint64_t lo, uint64_t hi)
+void x_axis(std::ostringstream &s, uint64_t lo, uint64_t hi)
 {
 	int a = 0, b = 0;
 
@@ -185,31 +185,31 @@ void XAxis(std::ostringstream &s, uint64_t lo, uint64_t hi)
 	int step = 1;
 	while ((b - a) / step + 1 > kMaxXTics)
 		step *= 2;
-	s << "set xrange [" << Num(static_cast<double>(lo) / 1.3) << ":"
-	  << Num(static_cast<double>(hi) * 1.3) << "]\n";
+	s << "set xrange [" << num(static_cast<double>(lo) / 1.3) << ":"
+	  << num(static_cast<double>(hi) * 1.3) << "]\n";
 	s << "set xtics (";
 	bool first = true;
 	for (int e = (a + step - 1) / step * step; e <= b; e += step) {
-		s << (first ? "" : ", ") << Quote(FormatSize(1ull << e)) << " "
+		s << (first ? "" : ", ") << quote(format_size(1ull << e)) << " "
 		  << (1ull << e);
 		first = false;
 	}
 	s << ")\n";
 }
 
-void SizeRange(const std::vector<Row> &rows, const Test (&tests)[3],
+void size_range(const std::vector<Row> &rows, const Test (&tests)[3],
 	       uint64_t &lo, uint64_t &hi)
 {
 	lo = UINT64_MAX;
 	hi = 0;
 	for (Test t : tests)
-		for (const Row *r : RowsOf(rows, t)) {
+		for (const Row *r : rows_of(rows, t)) {
 			lo = std::min(lo, r->size);
 			hi = std::max(hi, r->size);
 		}
 }
 
-void BandwidthPanel(std::ostringstream &s, const std::vector<Row> &rows,
+void bandwidth_panel(std::ostringstream &s, const std::vector<Row> &rows,
 		    const nlohmann::json &env)
 {
 	uint64_t lo, hi;
@@ -219,9 +219,9 @@ void BandwidthPanel(std::ostringstream &s, const std::vector<Row> &rows,
 
 	double top = 0;
 
-	SizeRange(rows, kBwTests, lo, hi);
+	size_range(rows, kBwTests, lo, hi);
 	for (Test t : kBwTests) {
-		const auto rs = RowsOf(rows, t);
+		const auto rs = rows_of(rows, t);
 		if (rs.empty())
 			continue;
 		for (const Row *r : rs) {
@@ -230,38 +230,38 @@ void BandwidthPanel(std::ostringstream &s, const std::vector<Row> &rows,
 			top = std::max(top, r->gbps);
 		}
 		bibw |= t == Test::kBibw;
-		std::string title(TestName(t));
+		std::string title(test_name(t));
 		if (t == Test::kBibw)
 			title += " (sum of both directions)";
 		else if (t == Test::kStreams)
 			title += " (" + std::to_string(rs.front()->streams) +
 				 " endpoints, sum)";
-		plots.push_back(Block(t) + " using 1:2 with linespoints lw 2 "
-			       "pt 7 ps 0.6 lc rgb " + Quote(Color(t)) +
-			       " title " + Quote(title));
+		plots.push_back(block(t) + " using 1:2 with linespoints lw 2 "
+			       "pt 7 ps 0.6 lc rgb " + quote(color(t)) +
+			       " title " + quote(title));
 	}
 	if (line) {
-		std::string title = "line rate " + Rate(*line) +
+		std::string title = "line rate " + rate(*line) +
 				    " GB/s per direction";
-		const std::string model = SimModel(env);
+		const std::string model = sim_model(env);
 		if (!model.empty())
 			title += " (simulator " + model + ")";
-		plots.push_back(Num(*line) + " with lines dt 2 lw 2 lc rgb "
-			       "\"#555555\" title " + Quote(title));
+		plots.push_back(num(*line) + " with lines dt 2 lw 2 lc rgb "
+			       "\"#555555\" title " + quote(title));
 		if (bibw)
-			plots.push_back(Num(2 * *line) + " with lines dt 3 lw 2 "
+			plots.push_back(num(2 * *line) + " with lines dt 3 lw 2 "
 				       "lc rgb \"#999999\" title " +
-				       Quote("2 x line rate (bibw's ceiling)"));
+				       quote("2 x line rate (bibw's ceiling)"));
 	}
 	// Room above the highest line for the key and the references.
 	if (line)
 		top = std::max(top, (bibw ? 2 : 1) * *line);
 	s << "set title \"bandwidth\"\n";
-	XAxis(s, lo, hi);
+	x_axis(s, lo, hi);
 	s << "set xlabel \"message size\"\n"
 	     "set ylabel \"GB/s (1e9 bytes/s)\"\n"
 	     "unset logscale y\n"
-	  << (top > 0 ? "set yrange [0:" + Num(top * 1.25) + "]\n"
+	  << (top > 0 ? "set yrange [0:" + num(top * 1.25) + "]\n"
 		      : std::string("set yrange [0:*]\n"))
 	  << "set key top left Left reverse\n"
 	     "plot ";
@@ -270,30 +270,30 @@ void BandwidthPanel(std::ostringstream &s, const std::vector<Row> &rows,
 	s << "\n";
 }
 
-void LatencyPanel(std::ostringstream &s, const std::vector<Row> &rows)
+void latency_panel(std::ostringstream &s, const std::vector<Row> &rows)
 {
 	uint64_t lo, hi;
 	bool positive = true;
 	std::vector<std::string> plots;
 
-	SizeRange(rows, kLatTests, lo, hi);
+	size_range(rows, kLatTests, lo, hi);
 	for (Test t : kLatTests) {
-		const auto rs = RowsOf(rows, t);
+		const auto rs = rows_of(rows, t);
 		if (rs.empty())
 			continue;
 		for (const Row *r : rs)
 			positive &= r->lat->p50 > 0 && r->lat->p99 > 0;
-		const std::string name(TestName(t));
-		const std::string lc = " lc rgb " + Quote(Color(t));
-		plots.push_back(Block(t) + " using 1:2 with linespoints lw 2 "
+		const std::string name(test_name(t));
+		const std::string lc = " lc rgb " + quote(color(t));
+		plots.push_back(block(t) + " using 1:2 with linespoints lw 2 "
 			       "pt 7 ps 0.6" + lc + " title " +
-			       Quote(name + " p50"));
-		plots.push_back(Block(t) + " using 1:3 with linespoints dt 2 "
+			       quote(name + " p50"));
+		plots.push_back(block(t) + " using 1:3 with linespoints dt 2 "
 			       "lw 1.5 pt 6 ps 0.6" + lc + " title " +
-			       Quote(name + " p99"));
+			       quote(name + " p99"));
 	}
 	s << "set title \"one-way latency (half the round trip)\"\n";
-	XAxis(s, lo, hi);
+	x_axis(s, lo, hi);
 	s << "set xlabel \"message size\"\n"
 	     "set ylabel \"us\"\n"
 	  << (positive ? "set logscale y 10\n" : "unset logscale y\n")
@@ -305,7 +305,7 @@ void LatencyPanel(std::ostringstream &s, const std::vector<Row> &rows)
 	s << "\n";
 }
 
-bool Executable(const std::string &path)
+bool executable(const std::string &path)
 {
 	struct stat st;
 
@@ -313,16 +313,16 @@ bool Executable(const std::string &path)
 	       access(path.c_str(), X_OK) == 0;
 }
 
-std::optional<std::string> InPath(const std::string &name)
+std::optional<std::string> in_path(const std::string &name)
 {
 	if (name.find('/') != std::string::npos)
-		return Executable(name) ? std::optional(name) : std::nullopt;
+		return executable(name) ? std::optional(name) : std::nullopt;
 	const char *path = getenv("PATH");
 	std::istringstream in(path ? path : "/usr/local/bin:/usr/bin:/bin");
 	std::string dir;
 	while (std::getline(in, dir, ':')) {
 		const std::string full = (dir.empty() ? "." : dir) + "/" + name;
-		if (Executable(full))
+		if (executable(full))
 			return full;
 	}
 	return std::nullopt;
@@ -368,7 +368,7 @@ private:
 
 } // namespace
 
-std::optional<PlotFormat> PlotFormatOf(const std::string &path)
+std::optional<PlotFormat> plot_format_of(const std::string &path)
 {
 	const size_t dot = path.rfind('.');
 	if (dot == std::string::npos || path.find('/', dot) != std::string::npos)
@@ -383,16 +383,16 @@ std::optional<PlotFormat> PlotFormatOf(const std::string &path)
 	return std::nullopt;
 }
 
-std::string PlotScript(const std::vector<Row> &rows, const nlohmann::json &env,
+std::string plot_script(const std::vector<Row> &rows, const nlohmann::json &env,
 		       PlotFormat format)
 {
 	std::ostringstream s;
 	bool have_bw = false, have_lat = false;
 
 	for (Test t : kBwTests)
-		have_bw |= !RowsOf(rows, t).empty();
+		have_bw |= !rows_of(rows, t).empty();
 	for (Test t : kLatTests)
-		have_lat |= !RowsOf(rows, t).empty();
+		have_lat |= !rows_of(rows, t).empty();
 	const int panels = have_bw + have_lat;
 	const std::string size = panels == 2 ? "size 900,1000" : "size 900,560";
 
@@ -412,34 +412,34 @@ std::string PlotScript(const std::vector<Row> &rows, const nlohmann::json &env,
 	}
 	s << "set encoding utf8\n";
 	for (Test t : kBwTests) {
-		const auto rs = RowsOf(rows, t);
+		const auto rs = rows_of(rows, t);
 		if (rs.empty())
 			continue;
-		s << Block(t) << " << EOD\n# size GB/s\n";
+		s << block(t) << " << EOD\n# size GB/s\n";
 		for (const Row *r : rs)
-			s << r->size << " " << Num(r->gbps) << "\n";
+			s << r->size << " " << num(r->gbps) << "\n";
 		s << "EOD\n";
 	}
 	for (Test t : kLatTests) {
-		const auto rs = RowsOf(rows, t);
+		const auto rs = rows_of(rows, t);
 		if (rs.empty())
 			continue;
-		s << Block(t) << " << EOD\n# size p50(us) p99(us) min(us) max(us)\n";
+		s << block(t) << " << EOD\n# size p50(us) p99(us) min(us) max(us)\n";
 		for (const Row *r : rs)
-			s << r->size << " " << Num(r->lat->p50 / 1000) << " "
-			  << Num(r->lat->p99 / 1000) << " "
-			  << Num(r->lat->min / 1000) << " "
-			  << Num(r->lat->max / 1000) << "\n";
+			s << r->size << " " << num(r->lat->p50 / 1000) << " "
+			  << num(r->lat->p99 / 1000) << " "
+			  << num(r->lat->min / 1000) << " "
+			  << num(r->lat->max / 1000) << "\n";
 		s << "EOD\n";
 	}
 	s << "set grid\n"
 	     "set logscale x 2\n"
 	     "set multiplot layout " << std::max(panels, 1) << ",1 title "
-	  << Quote(Title(env)) << "\n";
+	  << quote(title(env)) << "\n";
 	if (have_bw)
-		BandwidthPanel(s, rows, env);
+		bandwidth_panel(s, rows, env);
 	if (have_lat)
-		LatencyPanel(s, rows);
+		latency_panel(s, rows);
 	if (!panels)
 		s << "unset logscale x\n"
 		     "set label \"no results\" at graph 0.5, graph 0.5 center\n"
@@ -449,14 +449,14 @@ std::string PlotScript(const std::vector<Row> &rows, const nlohmann::json &env,
 	return s.str();
 }
 
-std::optional<std::string> FindGnuplot()
+std::optional<std::string> find_gnuplot()
 {
 	const char *over = getenv("TB5_GNUPLOT");
 
-	return InPath(over && *over ? over : "gnuplot");
+	return in_path(over && *over ? over : "gnuplot");
 }
 
-std::string NoGnuplotMessage()
+std::string no_gnuplot_message()
 {
 	const char *over = getenv("TB5_GNUPLOT");
 
@@ -467,10 +467,10 @@ std::string NoGnuplotMessage()
 	       "none in PATH";
 }
 
-std::string PlotPreflight(const std::string &path)
+std::string plot_preflight(const std::string &path)
 {
-	if (!FindGnuplot())
-		return NoGnuplotMessage();
+	if (!find_gnuplot())
+		return no_gnuplot_message();
 	const size_t slash = path.rfind('/');
 	const std::string dir = slash == std::string::npos ? "."
 				: slash == 0 ? "/" : path.substr(0, slash);
@@ -480,7 +480,7 @@ std::string PlotPreflight(const std::string &path)
 	return "";
 }
 
-void RenderPlot(const std::string &gnuplot, const std::string &script,
+void render_plot(const std::string &gnuplot, const std::string &script,
 		const std::string &path)
 {
 	const ScriptFile file(script);
@@ -549,14 +549,14 @@ void RenderPlot(const std::string &gnuplot, const std::string &script,
 			    strerror(errno));
 }
 
-void DrawPlot(const Options &opt, const std::vector<Row> &rows,
+void draw_plot(const Options &opt, const std::vector<Row> &rows,
 	      const nlohmann::json &env)
 {
-	const auto gnuplot = FindGnuplot();
+	const auto gnuplot = find_gnuplot();
 
 	if (!gnuplot)
-		throw Error(NoGnuplotMessage());
-	RenderPlot(*gnuplot, PlotScript(rows, env, opt.plot_format), opt.plot);
+		throw Error(no_gnuplot_message());
+	render_plot(*gnuplot, plot_script(rows, env, opt.plot_format), opt.plot);
 }
 
 } // namespace tb5perf

@@ -1,35 +1,35 @@
 // SPDX-License-Identifier: MIT
 //
 // progress.cc - the progress line.
-#include "progress.h"
+#include "progress.hpp"
 
 #include <unistd.h>
 
 #include <cstdio>
 
-#include "clock.h"
+#include "clock.hpp"
 
 namespace tb5perf {
 
 Progress::Progress(bool enabled)
-	: enabled_(enabled), tty_(isatty(STDERR_FILENO)), start_ns_(NowNs())
+	: enabled_(enabled), tty_(isatty(STDERR_FILENO)), start_ns_(now_ns())
 {
 }
 
 Progress::~Progress()
 {
-	Clear();
+	clear();
 }
 
-void Progress::Update(const std::string &line, bool force)
+void Progress::update(const std::string &line, bool force)
 {
 	if (!enabled_)
 		return;
-	const uint64_t now = NowNs();
+	const uint64_t now = now_ns();
 	if (!force && shown_ && now - last_ns_ < 100000000ull)
 		return;
 	last_ns_ = now;
-	const double elapsed = Seconds(now - start_ns_);
+	const double elapsed = seconds(now - start_ns_);
 	if (tty_)
 		fprintf(stderr, "\r\033[K[%6.1f s] %s", elapsed, line.c_str());
 	else
@@ -39,7 +39,7 @@ void Progress::Update(const std::string &line, bool force)
 	shown_ = true;
 }
 
-void Progress::Clear()
+void Progress::clear()
 {
 	if (!enabled_ || !shown_)
 		return;

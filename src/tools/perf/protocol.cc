@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 //
 // protocol.cc - control messages.
-#include "protocol.h"
+#include "protocol.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-#include "errors.h"
+#include "errors.hpp"
 
 namespace tb5perf {
 
-CtlMsg MakeCtl(CtlType type)
+CtlMsg make_ctl(CtlType type)
 {
 	CtlMsg msg;
 
@@ -18,7 +18,7 @@ CtlMsg MakeCtl(CtlType type)
 	return msg;
 }
 
-const char *CtlTypeName(uint16_t type)
+const char *ctl_type_name(uint16_t type)
 {
 	switch (static_cast<CtlType>(type)) {
 	case CtlType::kHello: return "HELLO";
@@ -39,7 +39,7 @@ const char *CtlTypeName(uint16_t type)
 	return "unknown";
 }
 
-void SetText(CtlMsg &msg, const std::string &text)
+void set_text(CtlMsg &msg, const std::string &text)
 {
 	const size_t n = std::min(text.size(), sizeof(msg.text) - 1);
 
@@ -47,12 +47,12 @@ void SetText(CtlMsg &msg, const std::string &text)
 	memcpy(msg.text, text.data(), n);
 }
 
-std::string Text(const CtlMsg &msg)
+std::string text(const CtlMsg &msg)
 {
 	return std::string(msg.text, strnlen(msg.text, sizeof(msg.text)));
 }
 
-void ValidateCtl(const CtlMsg &msg)
+void validate_ctl(const CtlMsg &msg)
 {
 	if (msg.magic != kCtlMagic)
 		throw Error("the peer is not a tb5-perf of this protocol (bad "

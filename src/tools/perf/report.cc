@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // report.cc - tables, JSON, CSV.
-#include "report.h"
+#include "report.hpp"
 
 #include <cerrno>
 #include <cinttypes>
@@ -11,16 +11,16 @@
 #include <iostream>
 #include <sstream>
 
-#include "errors.h"
-#include "memory_kind.h"
-#include "units.h"
+#include "errors.hpp"
+#include "memory_kind.hpp"
+#include "units.hpp"
 
 namespace tb5perf {
 namespace {
 
-double Us(double ns) { return ns / 1000.0; }
+double us(double ns) { return ns / 1000.0; }
 
-std::string Fixed(double v, int prec)
+std::string fixed(double v, int prec)
 {
 	char buf[32];
 
@@ -29,9 +29,9 @@ std::string Fixed(double v, int prec)
 }
 
 // An optional figure, or @none.
-std::string Opt(const std::optional<double> &v, int prec, const char *none)
+std::string opt(const std::optional<double> &v, int prec, const char *none)
 {
-	return v ? Fixed(*v, prec) : none;
+	return v ? fixed(*v, prec) : none;
 }
 
 // Rows that carry the benchmark's figures: bw at >= 1 MiB against memcpy,
@@ -51,28 +51,28 @@ Report::Report(const Options &opt, Progress &progress)
 		table_ = stderr;	// stdout carries the JSON or CSV
 }
 
-void Report::Print(const char *fmt, ...)
+void Report::print(const char *fmt, ...)
 {
 	va_list ap;
 
 	if (!table_)
 		return;
 	if (table_ == stderr || progress_.enabled())
-		progress_.Clear();
+		progress_.clear();
 	va_start(ap, fmt);
 	vfprintf(table_, fmt, ap);
 	va_end(ap);
 	fflush(table_);
 }
 
-void Report::SetEnvironment(nlohmann::json env)
+void Report::set_environment(nlohmann::json env)
 {
 	env_ = std::move(env);
 	const auto &link = env_["link"];
 	const auto &peer = env_["peer"];
 	const auto &set = env_["settings"];
 
-	Print("# tb5-perf %s, libtb5 %s, mode %s%s%s\n",
+	print("# tb5-perf %s, libtb5 %s, mode %s%s%s\n",
 	      env_.value("tool_version", "").c_str(),
 	      env_.value("library_version", "").c_str(),
 	      env_.value("mode", "").c_str(),
@@ -82,7 +82,7 @@ void Report::SetEnvironment(nlohmann::json env)
 		      : "");
 	if (link.is_object()) {
 		const uint32_t speed = link.value("speed_mbps", 0u);
-		Print("# link %s: %s, ring %u, max frame %u, max_ops %u, "
+		print("# link %s: %s, ring %u, max frame %u, max_ops %u, "
 		      "speed %s, host %s -> %s\n",
 		      link.value("name", "").c_str(),
 		      link.value("backend", "").c_str(),
@@ -94,7 +94,7 @@ void Report::SetEnvironment(nlohmann::json env)
 		      link.value("peer_host", "").c_str());
 	}
 	if (peer.is_object())
-		Print("# server: libtb5 %s, %s link, ring %u, max_ops %u, "
+		print("# server: libtb5 %s, %s link, ring %u, max_ops %u, "
 		      "host %s, memory %s\n",
 		      peer.value("library_version", "").c_str(),
 		      peer.value("backend", "").c_str(),
@@ -102,7 +102,7 @@ void Report::SetEnvironment(nlohmann::json env)
 		      peer.value("host", "").c_str(),
 		      peer.value("memory", "").c_str());
 	if (env_.contains("host"))
-		Print("# machine: %s, %s, %u CPUs, %s\n",
+		print("# machine: %s, %s, %u CPUs, %s\n",
 		      env_["host"].value("name", "").c_str(),
 		      env_["host"].value("cpu", "").c_str(),
 		      env_["host"].value("cpus", 0u),
@@ -112,70 +112,70 @@ void Report::SetEnvironment(nlohmann::json env)
 			set.value("iters", uint64_t(0))
 				? std::to_string(set.value("iters", uint64_t(0))) +
 					  " messages"
-				: Fixed(set.value("duration_s", 0.0), 2) + " s";
+				: fixed(set.value("duration_s", 0.0), 2) + " s";
 		const uint64_t footprint = set.value("memcpy_footprint", uint64_t(0));
-		Print("# %s memory, %s, %s per size, window %u, %s, memcpy "
+		print("# %s memory, %s, %s per size, window %u, %s, memcpy "
 		      "through %s, GB/s = 1e9 bytes/s, one-way latency = RTT/2\n",
 		      set.value("memory", "").c_str(),
 		      set.value("polling", "").c_str(), per_size.c_str(),
 		      set.value("window", 0u),
 		      set.value("verify", false) ? "verified" : "not verified",
-		      footprint ? (FormatSize(footprint) + " or more").c_str()
+		      footprint ? (format_size(footprint) + " or more").c_str()
 				: "the transfer's buffers");
 	}
 }
 
-void Report::PrintHeader(Test test)
+void Report::print_header(Test test)
 {
 	switch (test) {
 	case Test::kBw:
 	case Test::kBibw:
 	case Test::kStreams:
-		Print("#\n# %s: %s\n", std::string(TestName(test)).c_str(),
+		print("#\n# %s: %s\n", std::string(test_name(test)).c_str(),
 		      test == Test::kBw	    ? "one direction, client -> server"
 		      : test == Test::kBibw ? "both directions at once (GB/s: "
 					      "the sum)"
 					    : "several endpoints at once "
 					      "(GB/s: the sum)");
-		Print("# line: the link's rate per direction and the fraction "
+		print("# line: the link's rate per direction and the fraction "
 		      "of it reached (per direction); cpu: cores busy per GB/s "
 		      "moved (CPU s per GB) of the client's and the server's "
 		      "process\n");
-		Print("# %10s %7s %6s %10s %9s %9s %10s %11s %10s %9s %7s %7s "
+		print("# %10s %7s %6s %10s %9s %9s %10s %11s %10s %9s %7s %7s "
 		      "%7s\n",
 		      "size", "streams", "window", "count", "time(s)", "GB/s",
 		      "msgs/s", "memcpy GB/s", "tb5/memcpy", "line GB/s",
 		      "of line", "cpu cli", "cpu srv");
 		break;
 	case Test::kLat:
-		Print("#\n# lat: ping-pong, one-way latency in us\n");
-		Print("# %10s %10s %9s %9s %9s %9s %9s %9s\n", "size", "iters",
+		print("#\n# lat: ping-pong, one-way latency in us\n");
+		print("# %10s %10s %9s %9s %9s %9s %9s %9s\n", "size", "iters",
 		      "min", "p50", "p99", "p99.9", "max", "mean");
 		break;
 	case Test::kJitter:
-		Print("#\n# jitter: spread of one-way latency in us (ipdv: mean "
+		print("#\n# jitter: spread of one-way latency in us (ipdv: mean "
 		      "change between consecutive samples)\n");
-		Print("# %10s %10s %9s %9s %9s %9s %9s %9s\n", "size", "iters",
+		print("# %10s %10s %9s %9s %9s %9s %9s %9s\n", "size", "iters",
 		      "mean", "stddev", "p50", "p99", "p99-p50", "ipdv");
 		break;
 	case Test::kLatLoad:
-		Print("#\n# lat-load: ping-pong while another endpoint streams "
+		print("#\n# lat-load: ping-pong while another endpoint streams "
 		      "%s messages client -> server; one-way latency in us\n",
-		      FormatSize(opt_.load_size).c_str());
-		Print("# %10s %10s %9s %9s %9s %9s %9s %10s\n", "size", "iters",
+		      format_size(opt_.load_size).c_str());
+		print("# %10s %10s %9s %9s %9s %9s %9s %10s\n", "size", "iters",
 		      "min", "p50", "p99", "p99.9", "max", "load GB/s");
 		break;
 	}
 }
 
-void Report::BeginTest(Test test)
+void Report::begin_test(Test test)
 {
-	PrintHeader(test);
+	print_header(test);
 }
 
-void Report::PrintRow(const Row &r)
+void Report::print_row(const Row &r)
 {
-	const std::string size = FormatSize(r.size);
+	const std::string size = format_size(r.size);
 
 	switch (r.test) {
 	case Test::kBw:
@@ -183,54 +183,54 @@ void Report::PrintRow(const Row &r)
 	case Test::kStreams: {
 		std::string mc = "-", ratio = "-";
 		if (r.memcpy_gbps && *r.memcpy_gbps > 0) {
-			mc = Fixed(*r.memcpy_gbps, 2);
-			ratio = Fixed(r.gbps / *r.memcpy_gbps, 3);
+			mc = fixed(*r.memcpy_gbps, 2);
+			ratio = fixed(r.gbps / *r.memcpy_gbps, 3);
 		}
-		Print("  %10s %7u %6u %10" PRIu64 " %9.4f %9.3f %10s %11s %10s "
+		print("  %10s %7u %6u %10" PRIu64 " %9.4f %9.3f %10s %11s %10s "
 		      "%9s %7s %7s %7s\n",
 		      size.c_str(), r.streams, r.window, r.messages, r.seconds,
-		      r.gbps, FormatCount(r.msgs_per_s).c_str(), mc.c_str(),
-		      ratio.c_str(), Opt(r.line_gbps, 2, "-").c_str(),
-		      Opt(r.line_fraction, 3, "-").c_str(),
-		      Opt(r.cpu_client, 3, "-").c_str(),
-		      Opt(r.cpu_server, 3, "-").c_str());
+		      r.gbps, format_count(r.msgs_per_s).c_str(), mc.c_str(),
+		      ratio.c_str(), opt(r.line_gbps, 2, "-").c_str(),
+		      opt(r.line_fraction, 3, "-").c_str(),
+		      opt(r.cpu_client, 3, "-").c_str(),
+		      opt(r.cpu_server, 3, "-").c_str());
 		break;
 	}
 	case Test::kLat: {
 		const LatencySummary &l = *r.lat;
-		Print("  %10s %10" PRIu64 " %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n",
-		      size.c_str(), r.iters, Us(l.min), Us(l.p50), Us(l.p99),
-		      Us(l.p999), Us(l.max), Us(l.mean));
+		print("  %10s %10" PRIu64 " %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n",
+		      size.c_str(), r.iters, us(l.min), us(l.p50), us(l.p99),
+		      us(l.p999), us(l.max), us(l.mean));
 		break;
 	}
 	case Test::kJitter: {
 		const LatencySummary &l = *r.lat;
-		Print("  %10s %10" PRIu64 " %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n",
-		      size.c_str(), r.iters, Us(l.mean), Us(l.stddev), Us(l.p50),
-		      Us(l.p99), Us(l.p99 - l.p50), Us(l.ipdv));
+		print("  %10s %10" PRIu64 " %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n",
+		      size.c_str(), r.iters, us(l.mean), us(l.stddev), us(l.p50),
+		      us(l.p99), us(l.p99 - l.p50), us(l.ipdv));
 		break;
 	}
 	case Test::kLatLoad: {
 		const LatencySummary &l = *r.lat;
-		Print("  %10s %10" PRIu64 " %9.2f %9.2f %9.2f %9.2f %9.2f %10.3f\n",
-		      size.c_str(), r.iters, Us(l.min), Us(l.p50), Us(l.p99),
-		      Us(l.p999), Us(l.max), r.load_gbps);
+		print("  %10s %10" PRIu64 " %9.2f %9.2f %9.2f %9.2f %9.2f %10.3f\n",
+		      size.c_str(), r.iters, us(l.min), us(l.p50), us(l.p99),
+		      us(l.p999), us(l.max), r.load_gbps);
 		break;
 	}
 	}
 	if (opt_.histogram && r.lat)
-		PrintHistogram(r);
+		print_histogram(r);
 }
 
-void Report::PrintHistogram(const Row &r)
+void Report::print_histogram(const Row &r)
 {
 	uint64_t peak = 0;
 
 	for (const auto &b : r.histogram)
 		peak = std::max(peak, b.count);
-	Print("#   histogram of %s one-way latency, %" PRIu64 " samples\n",
-	      FormatSize(r.size).c_str(), r.lat->samples);
-	Print("#   %10s %10s %10s\n", "from(us)", "to(us)", "count");
+	print("#   histogram of %s one-way latency, %" PRIu64 " samples\n",
+	      format_size(r.size).c_str(), r.lat->samples);
+	print("#   %10s %10s %10s\n", "from(us)", "to(us)", "count");
 	for (size_t i = 0; i < r.histogram.size(); i++) {
 		const HistogramBucket &b = r.histogram[i];
 		// Runs of empty buckets take one line.
@@ -238,28 +238,28 @@ void Report::PrintHistogram(const Row &r)
 		while (empty < r.histogram.size() && !r.histogram[empty].count)
 			empty++;
 		if (empty - i >= 3) {
-			Print("    %10.3f %10.3f %10d\n", Us(b.lo_ns),
-			      Us(r.histogram[empty - 1].hi_ns), 0);
+			print("    %10.3f %10.3f %10d\n", us(b.lo_ns),
+			      us(r.histogram[empty - 1].hi_ns), 0);
 			i = empty - 1;
 			continue;
 		}
 		const int bar = peak ? static_cast<int>((40 * b.count + peak - 1) / peak) : 0;
-		Print("    %10.3f %10.3f %10" PRIu64 " %.*s\n", Us(b.lo_ns),
-		      Us(b.hi_ns), b.count, bar,
+		print("    %10.3f %10.3f %10" PRIu64 " %.*s\n", us(b.lo_ns),
+		      us(b.hi_ns), b.count, bar,
 		      "########################################");
 	}
 }
 
-void Report::AddRow(const Row &row)
+void Report::add_row(const Row &row)
 {
 	rows_.push_back(row);
-	PrintRow(row);
+	print_row(row);
 }
 
-nlohmann::json Report::RowJson(const Row &r)
+nlohmann::json Report::row_json(const Row &r)
 {
 	nlohmann::json j = {
-		{"test", std::string(TestName(r.test))},
+		{"test", std::string(test_name(r.test))},
 		{"size", r.size},
 		{"iters", r.iters},
 		{"window", r.window},
@@ -286,17 +286,17 @@ nlohmann::json Report::RowJson(const Row &r)
 	if (r.lat) {
 		const LatencySummary &l = *r.lat;
 		j["latency_us"] = {
-			{"samples", l.samples}, {"min", Us(l.min)},
-			{"p50", Us(l.p50)},	{"p90", Us(l.p90)},
-			{"p99", Us(l.p99)},	{"p99.9", Us(l.p999)},
-			{"max", Us(l.max)},	{"mean", Us(l.mean)},
-			{"stddev", Us(l.stddev)}, {"ipdv", Us(l.ipdv)},
+			{"samples", l.samples}, {"min", us(l.min)},
+			{"p50", us(l.p50)},	{"p90", us(l.p90)},
+			{"p99", us(l.p99)},	{"p99.9", us(l.p999)},
+			{"max", us(l.max)},	{"mean", us(l.mean)},
+			{"stddev", us(l.stddev)}, {"ipdv", us(l.ipdv)},
 		};
 		if (!r.histogram.empty()) {
 			nlohmann::json h = nlohmann::json::array();
 			for (const auto &b : r.histogram)
-				h.push_back({{"lo_us", Us(b.lo_ns)},
-					     {"hi_us", Us(b.hi_ns)},
+				h.push_back({{"lo_us", us(b.lo_ns)},
+					     {"hi_us", us(b.hi_ns)},
 					     {"count", b.count}});
 			j["histogram"] = h;
 		}
@@ -308,7 +308,7 @@ nlohmann::json Report::RowJson(const Row &r)
 	return j;
 }
 
-nlohmann::json Report::Summary() const
+nlohmann::json Report::summary() const
 {
 	nlohmann::json s = nlohmann::json::object();
 	const Row *worst = nullptr, *smallest = nullptr;
@@ -328,13 +328,13 @@ nlohmann::json Report::Summary() const
 			{"size", worst->size},
 			{"target", 0.8}};
 	if (smallest)
-		s["lat_p50_smallest"] = {{"us", Us(smallest->lat->p50)},
+		s["lat_p50_smallest"] = {{"us", us(smallest->lat->p50)},
 					 {"size", smallest->size},
 					 {"target_us_8B", 5.0}};
 	return s;
 }
 
-std::string Report::Csv() const
+std::string Report::csv() const
 {
 	std::ostringstream out;
 
@@ -350,70 +350,70 @@ std::string Report::Csv() const
 	if (env_.is_object() && env_.contains("peer") && env_["peer"].is_object())
 		server_memory = env_["peer"].value("memory", "");
 	const std::string memories =
-		std::string(MemoryName(opt_.memory)) + "," + server_memory;
+		std::string(memory_name(opt_.memory)) + "," + server_memory;
 	for (const Row &r : rows_) {
 		char line[512];
 		std::string mc, ratio, lat = ",,,,,,,,";
 		if (r.memcpy_gbps && *r.memcpy_gbps > 0) {
-			mc = Fixed(*r.memcpy_gbps, 4);
-			ratio = Fixed(r.gbps / *r.memcpy_gbps, 4);
+			mc = fixed(*r.memcpy_gbps, 4);
+			ratio = fixed(r.gbps / *r.memcpy_gbps, 4);
 		}
 		if (r.lat) {
 			const LatencySummary &l = *r.lat;
 			snprintf(line, sizeof(line),
 				 "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f",
-				 Us(l.min), Us(l.p50), Us(l.p90), Us(l.p99),
-				 Us(l.p999), Us(l.max), Us(l.mean),
-				 Us(l.stddev), Us(l.ipdv));
+				 us(l.min), us(l.p50), us(l.p90), us(l.p99),
+				 us(l.p999), us(l.max), us(l.mean),
+				 us(l.stddev), us(l.ipdv));
 			lat = line;
 		}
 		snprintf(line, sizeof(line),
 			 "%s,%" PRIu64 ",%" PRIu64 ",%u,%u,%.6f,%" PRIu64
 			 ",%" PRIu64 ",%.4f,%.1f,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s\n",
-			 std::string(TestName(r.test)).c_str(), r.size, r.iters,
+			 std::string(test_name(r.test)).c_str(), r.size, r.iters,
 			 r.window, r.streams, r.seconds, r.bytes, r.messages,
 			 r.gbps, r.msgs_per_s, mc.c_str(), ratio.c_str(),
 			 lat.c_str(),
 			 r.test == Test::kLatLoad ? std::to_string(r.load_size).c_str()
 						  : "",
-			 r.test == Test::kLatLoad ? Fixed(r.load_gbps, 4).c_str()
+			 r.test == Test::kLatLoad ? fixed(r.load_gbps, 4).c_str()
 						  : "",
-			 r.verified ? 1 : 0, Opt(r.line_gbps, 4, "").c_str(),
-			 Opt(r.line_fraction, 4, "").c_str(),
-			 Opt(r.cpu_client, 4, "").c_str(),
-			 Opt(r.cpu_server, 4, "").c_str(), memories.c_str());
+			 r.verified ? 1 : 0, opt(r.line_gbps, 4, "").c_str(),
+			 opt(r.line_fraction, 4, "").c_str(),
+			 opt(r.cpu_client, 4, "").c_str(),
+			 opt(r.cpu_server, 4, "").c_str(), memories.c_str());
 		out << line;
 	}
 	return out.str();
 }
 
-void Report::Fail(const std::string &why)
+void Report::fail(const std::string &why)
 {
 	error_ = why;
 	try {
-		Finish();
+		finish();
 	} catch (const Error &) {
 		// The failure that brought us here is the one to report.
 	}
 }
 
-void Report::Finish()
+void Report::finish()
 {
-	const nlohmann::json summary = Summary();
+	const nlohmann::json totals = summary();
 
-	if (summary.contains("bw_min_ratio_1MiB_up")) {
-		const auto &s = summary["bw_min_ratio_1MiB_up"];
-		Print("#\n# bw tb5/memcpy from 1 MiB up: at least %.3f (at %s); "
+	if (totals.contains("bw_min_ratio_1MiB_up")) {
+		const auto &s = totals["bw_min_ratio_1MiB_up"];
+		print("#\n# bw tb5/memcpy from 1 MiB up: at least %.3f (at %s); "
 		      "target 0.8\n",
 		      s["ratio"].get<double>(),
-		      FormatSize(s["size"].get<uint64_t>()).c_str());
+		      format_size(s["size"].get<uint64_t>()).c_str());
 	}
-	if (summary.contains("lat_p50_smallest")) {
-		const auto &s = summary["lat_p50_smallest"];
-		Print("%s# lat p50 one-way at %s: %.2f us; target at 8 B: 5 us "
+	if (totals.contains("lat_p50_smallest")) {
+		const auto &s = totals["lat_p50_smallest"];
+		print("%s# lat p50 one-way at %s: %.2f us; target at 8 B: 5 us "
 		      "with busy polling\n",
-		      summary.contains("bw_min_ratio_1MiB_up") ? "" : "#\n",
-		      FormatSize(s["size"].get<uint64_t>()).c_str(),
+		      totals.contains("bw_min_ratio_1MiB_up") ? "" : "#\n",
+		      format_size(s["size"].get<uint64_t>()).c_str(),
 		      s["us"].get<double>());
 	}
 	if (opt_.format == Format::kTable)
@@ -424,17 +424,17 @@ void Report::Finish()
 		nlohmann::json doc = env_;
 		nlohmann::json rows = nlohmann::json::array();
 		for (const Row &r : rows_)
-			rows.push_back(RowJson(r));
+			rows.push_back(row_json(r));
 		doc["rows"] = rows;
-		doc["summary"] = summary;
+		doc["summary"] = totals;
 		if (!error_.empty())
 			doc["error"] = error_;
 		text = doc.dump(2) + "\n";
 	} else {
-		text = Csv();
+		text = csv();
 	}
 	if (opt_.output.empty()) {
-		progress_.Clear();
+		progress_.clear();
 		fputs(text.c_str(), stdout);
 		fflush(stdout);
 		return;

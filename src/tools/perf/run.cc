@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: MIT
 //
 // run.cc - RUN and DONE messages.
-#include "run.h"
+#include "run.hpp"
 
 #include <cstring>
 
-#include "errors.h"
+#include "errors.hpp"
 
 namespace tb5perf {
 
-uint64_t BufferBytes(const RunSpec &spec)
+uint64_t buffer_bytes(const RunSpec &spec)
 {
 	switch (spec.test) {
 	case Test::kLat:
 	case Test::kJitter:
 		return 2 * spec.size;
 	case Test::kLatLoad:
-		return BulkBase(spec.size) + spec.window * spec.load_size;
+		return bulk_base(spec.size) + spec.window * spec.load_size;
 	case Test::kBw:
 	case Test::kBibw:
 	case Test::kStreams:
@@ -25,9 +25,9 @@ uint64_t BufferBytes(const RunSpec &spec)
 	return static_cast<uint64_t>(spec.streams) * spec.window * spec.size;
 }
 
-CtlMsg ToCtl(const RunSpec &spec)
+CtlMsg to_ctl(const RunSpec &spec)
 {
-	CtlMsg msg = MakeCtl(CtlType::kRun);
+	CtlMsg msg = make_ctl(CtlType::kRun);
 
 	msg.test = static_cast<uint32_t>(spec.test);
 	msg.size = spec.size;
@@ -39,10 +39,10 @@ CtlMsg ToCtl(const RunSpec &spec)
 	return msg;
 }
 
-RunSpec FromCtl(const CtlMsg &msg)
+RunSpec from_ctl(const CtlMsg &msg)
 {
 	RunSpec spec;
-	auto test = TestFromWire(msg.test);
+	auto test = test_from_wire(msg.test);
 
 	if (!test)
 		throw Error("RUN of unknown test " + std::to_string(msg.test));
@@ -61,14 +61,14 @@ RunSpec FromCtl(const CtlMsg &msg)
 	return spec;
 }
 
-void CheckDone(const CtlMsg &done, const std::string &what)
+void check_done(const CtlMsg &done, const std::string &what)
 {
 	if (done.status < 0)
-		throw Error(what + ": the server failed: " + Text(done));
+		throw Error(what + ": the server failed: " + text(done));
 	if (done.v[kDoneErrors])
 		throw Error(what + ": verification failed on the server (" +
 			    std::to_string(done.v[kDoneErrors]) +
-			    " bad messages): " + Text(done));
+			    " bad messages): " + text(done));
 }
 
 } // namespace tb5perf

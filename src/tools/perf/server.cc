@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: MIT
 //
 // server.cc - listening, accepting, sessions.
-#include "server.h"
+#include "server.hpp"
 
 #include <cstdio>
 #include <cstring>
 #include <thread>
 
-#include "bandwidth.h"
-#include "clock.h"
-#include "environment.h"
-#include "errors.h"
-#include "latency.h"
-#include "run.h"
-#include "units.h"
+#include "bandwidth.hpp"
+#include "clock.hpp"
+#include "environment.hpp"
+#include "errors.hpp"
+#include "latency.hpp"
+#include "run.hpp"
+#include "units.hpp"
 
 namespace tb5perf {
 namespace {
@@ -26,13 +26,13 @@ class InTest {
 public:
 	explicit InTest(Conn &conn) : conn_(conn)
 	{
-		conn_.SetInTest(true);
-		conn_.SetIdleSleep(false);
+		conn_.set_in_test(true);
+		conn_.set_idle_sleep(false);
 	}
 	~InTest()
 	{
-		conn_.SetInTest(false);
-		conn_.SetIdleSleep(true);
+		conn_.set_in_test(false);
+		conn_.set_idle_sleep(true);
 	}
 
 private:
@@ -49,7 +49,7 @@ Server::Server(const Options &opt, std::vector<std::string> links,
 
 Server::~Server() = default;
 
-void Server::Log(const std::string &line) const
+void Server::log(const std::string &line) const
 {
 	if (opt_.quiet)
 		return;
@@ -57,28 +57,28 @@ void Server::Log(const std::string &line) const
 	fflush(stdout);
 }
 
-bool Server::Stopping() const
+bool Server::stopping() const
 {
-	return StopRequested() || (stop_ && stop_->load(std::memory_order_relaxed));
+	return stop_requested() || (stop_ && stop_->load(std::memory_order_relaxed));
 }
 
-void Server::OpenPort(const std::string &name, bool wait_ready)
+void Server::open_port(const std::string &name, bool wait_ready)
 {
 	auto port = std::make_unique<Port>();
 
 	port->name = name;
 	port->dev = std::make_unique<Device>(name);
-	port->info = port->dev->Query();
+	port->info = port->dev->query();
 	// Before listening: a client should not meet a server that can
 	// only fail.
-	CheckMemory(opt_.memory, &port->info);
+	check_memory(opt_.memory, &port->info);
 	if (port->info.state != TB5_LINK_STATE_READY) {
 		if (!wait_ready)
 			return;
-		Log("waiting for link " + name + " to be ready");
+		log("waiting for link " + name + " to be ready");
 		// Interruptible, and as long as it takes.
-		port->info = port->dev->WaitReady(1e9, [this] {
-			if (Stopping())
+		port->info = port->dev->wait_ready(1e9, [this] {
+			if (stopping())
 				throw Interrupted();
 		});
 	}
@@ -86,19 +86,19 @@ void Server::OpenPort(const std::string &name, bool wait_ready)
 	tb5_endpoint *raw = nullptr;
 	const int ret = tb5_endpoint_listen(
 		port->dev->get(), opt_.service, TB5_LISTEN_WELL_KNOWN,
-		MakeCtx(kCtxListener, static_cast<uint32_t>(ports_.size())), &raw);
+		make_ctx(kCtxListener, static_cast<uint32_t>(ports_.size())), &raw);
 	if (ret < 0)
-		ThrowApi("tb5_endpoint_listen on " + name + " service " +
-				 Hex(opt_.service),
+		throw_api("tb5_endpoint_listen on " + name + " service " +
+				 hex(opt_.service),
 			 ret);
 	port->listener.reset(raw);
-	Log("listening on " + name + " (" + tb5_backend_str(port->info.backend) +
-	    ", host " + Hex(port->info.local_host) + ", peer " +
-	    Hex(port->info.peer_host) + ", service " + Hex(opt_.service) + ")");
+	log("listening on " + name + " (" + tb5_backend_str(port->info.backend) +
+	    ", host " + hex(port->info.local_host) + ", peer " +
+	    hex(port->info.peer_host) + ", service " + hex(opt_.service) + ")");
 	ports_.push_back(std::move(port));
 }
 
-void Server::Rescan()
+void Server::rescan()
 {
 	// Links that went away are dropped; ready links not served yet (of
 	// those named with --link, or all) are taken up. A link that is no
@@ -109,17 +109,17 @@ void Server::Rescan()
 		if (p->dead)
 			continue;
 		try {
-			p->dead = p->dev->Query().state != TB5_LINK_STATE_READY;
+			p->dead = p->dev->query().state != TB5_LINK_STATE_READY;
 		} catch (const Error &) {
 			p->dead = true;
 		}
 	}
 	std::erase_if(ports_, [this](const std::unique_ptr<Port> &p) {
 		if (p->dead)
-			Log("link " + p->name + " is gone");
+			log("link " + p->name + " is gone");
 		return p->dead;
 	});
-	for (const tb5_link_info &l : ListLinks()) {
+	for (const tb5_link_info &l : list_links()) {
 		if (l.state != TB5_LINK_STATE_READY)
 			continue;
 		bool wanted = links_.empty();
@@ -133,97 +133,97 @@ void Server::Rescan()
 		if (served)
 			continue;
 		try {
-			OpenPort(l.name, false);
+			open_port(l.name, false);
 		} catch (const Interrupted &) {
 			throw;
 		} catch (const Error &e) {
-			Log(std::string("cannot serve ") + l.name + ": " + e.what());
+			log(std::string("cannot serve ") + l.name + ": " + e.what());
 		}
 	}
 }
 
-void Server::DropPending(Port &port, uint32_t id)
+void Server::drop_pending(Port &port, uint32_t id)
 {
 	auto it = port.pending.find(id);
 
 	if (it == port.pending.end())
 		return;
 	it->second.ep.reset();	// cancels its receive
-	port.pool->Free(it->second.slot);
+	port.pool->free(it->second.slot);
 	port.pending.erase(it);
 }
 
-void Server::Accept(Port &port)
+void Server::accept(Port &port)
 {
 	for (;;) {
 		const uint32_t id = next_pending_++;
 		tb5_endpoint *raw = nullptr;
 		const int ret = tb5_endpoint_accept(port.listener.get(),
-						    MakeCtx(kCtxPending, id), &raw);
+						    make_ctx(kCtxPending, id), &raw);
 		if (ret == -EAGAIN)
 			return;
 		if (ret < 0) {
-			Log(ApiMessage("tb5_endpoint_accept on " + port.name, ret));
+			log(api_message("tb5_endpoint_accept on " + port.name, ret));
 			return;
 		}
 		Pending p;
 		p.ep.reset(raw);
-		p.slot = port.pool->Alloc();
+		p.slot = port.pool->alloc();
 		if (p.slot < 0) {
-			Log("too many connections waiting; one closed");
+			log("too many connections waiting; one closed");
 			continue;
 		}
 		const int r = tb5_recv(raw, port.pool->mr(),
-				       port.pool->Offset(p.slot), kCtlSize, kTagCtl,
-				       MakeUd(kUdPending, id, p.slot));
+				       port.pool->offset(p.slot), kCtlSize, kTagCtl,
+				       make_ud(kUdPending, id, p.slot));
 		if (r < 0) {
-			Log(ApiMessage("tb5_recv on a new connection", r));
-			port.pool->Free(p.slot);
+			log(api_message("tb5_recv on a new connection", r));
+			port.pool->free(p.slot);
 			continue;
 		}
 		port.pending.emplace(id, std::move(p));
 	}
 }
 
-void Server::Background(Port &port, const tb5_wc &wc)
+void Server::background(Port &port, const tb5_wc &wc)
 {
 	if (wc.kind == TB5_WC_EVENT) {
-		switch (CtxKindOf(wc.user_data)) {
+		switch (ctx_kind_of(wc.user_data)) {
 		case kCtxListener:
 			if (wc.event == TB5_WC_INCOMING) {
-				Accept(port);
+				accept(port);
 			} else if (wc.event == TB5_WC_ERROR) {
-				Log("the listener on " + port.name + " failed: " +
+				log("the listener on " + port.name + " failed: " +
 				    tb5_strerror(wc.status));
 				port.dead = true;
 			}
 			break;
 		case kCtxPending:
 			if (wc.event != TB5_WC_CONNECTED)
-				DropPending(port, CtxOwner(wc.user_data));
+				drop_pending(port, ctx_owner(wc.user_data));
 			break;
 		default:
 			break;	// a session endpoint already closed
 		}
 		return;
 	}
-	if (UdKindOf(wc.user_data) != kUdPending)
+	if (ud_kind_of(wc.user_data) != kUdPending)
 		return;	// left over from a closed session
-	const uint32_t id = UdOwner(wc.user_data);
+	const uint32_t id = ud_owner(wc.user_data);
 	auto it = port.pending.find(id);
 	if (it == port.pending.end())
 		return;
 	if (wc.status < 0 || wc.bytes != kCtlSize) {
-		DropPending(port, id);
+		drop_pending(port, id);
 		return;
 	}
 	CtlMsg msg;
-	memcpy(&msg, port.pool->Slot(it->second.slot), sizeof(msg));
+	memcpy(&msg, port.pool->slot(it->second.slot), sizeof(msg));
 	EndpointPtr ep = std::move(it->second.ep);
-	port.pool->Free(it->second.slot);
+	port.pool->free(it->second.slot);
 	port.pending.erase(it);
 	if (msg.magic != kCtlMagic || msg.version != kCtlVersion) {
-		Log("a connection that does not speak tb5-perf protocol " +
+		log("a connection that does not speak tb5-perf protocol " +
 		    std::to_string(kCtlVersion) + " closed");
 		return;
 	}
@@ -232,7 +232,7 @@ void Server::Background(Port &port, const tb5_wc &wc)
 		if (session_ || hello_) {
 			// One client at a time: this one sees its connection
 			// closed.
-			Log("a second client turned away (busy)");
+			log("a second client turned away (busy)");
 			return;
 		}
 		hello_ = Hello{&port, std::move(ep), msg};
@@ -240,75 +240,75 @@ void Server::Background(Port &port, const tb5_wc &wc)
 	case CtlType::kJoin:
 		if (session_ && msg.session == session_id_ && msg.index < 1024 &&
 		    &session_->dev() == port.dev.get() &&
-		    !session_->HasData(msg.index))
-			session_->SetData(msg.index, std::move(ep));
+		    !session_->has_data(msg.index))
+			session_->set_data(msg.index, std::move(ep));
 		return;
 	default:
 		return;	// closed
 	}
 }
 
-void Server::Session(Conn &conn, const CtlMsg &hello, Port &port)
+void Server::session(Conn &conn, const CtlMsg &hello, Port &port)
 {
-	const tb5_link_info info = port.dev->Query();
+	const tb5_link_info info = port.dev->query();
 
 	if (hello.size > kMaxBufferBytes)
-		throw Error("the client asks for 2 x " + FormatSize(hello.size) +
+		throw Error("the client asks for 2 x " + format_size(hello.size) +
 			    " of buffers, more than 2 x " +
-			    FormatSize(kMaxBufferBytes));
-	conn.AllocRegions(hello.size, opt_.memory);
-	CtlMsg welcome = MakeCtl(CtlType::kWelcome);
+			    format_size(kMaxBufferBytes));
+	conn.alloc_regions(hello.size, opt_.memory);
+	CtlMsg welcome = make_ctl(CtlType::kWelcome);
 	welcome.v[kWelHost] = info.local_host;
 	welcome.v[kWelMaxOps] = info.max_ops;
 	welcome.v[kWelRing] = info.ring_size;
 	welcome.v[kWelSpeed] = info.speed_mbps;
 	welcome.v[kWelBackend] = info.backend;
 	welcome.aux = static_cast<uint64_t>(opt_.memory);
-	SetText(welcome, tb5_version());
-	conn.SendCtl(welcome);
+	set_text(welcome, tb5_version());
+	conn.send_ctl(welcome);
 
 	for (;;) {
-		conn.SetPhase("waiting for the client");
-		const CtlMsg msg = conn.WaitAnyCtl();
+		conn.set_phase("waiting for the client");
+		const CtlMsg msg = conn.wait_any_ctl();
 		switch (static_cast<CtlType>(msg.type)) {
 		case CtlType::kOpen: {
 			InTest in_test(conn);
-			conn.SetPhase("opening data connections");
+			conn.set_phase("opening data connections");
 			for (uint32_t i = 0; i < msg.streams; i++)
-				while (!conn.HasData(i))
-					conn.Poll();
-			conn.SendCtl(MakeCtl(CtlType::kOpened));
+				while (!conn.has_data(i))
+					conn.poll();
+			conn.send_ctl(make_ctl(CtlType::kOpened));
 			break;
 		}
 		case CtlType::kRun: {
-			const RunSpec spec = FromCtl(msg);
-			conn.SetPhase(std::string(TestName(spec.test)) + " " +
-				      FormatSize(spec.size));
-			conn.SetWait(spec.flags & kRunWait);
+			const RunSpec spec = from_ctl(msg);
+			conn.set_phase(std::string(test_name(spec.test)) + " " +
+				      format_size(spec.size));
+			conn.set_wait(spec.flags & kRunWait);
 			CtlMsg done;
 			{
 				InTest in_test(conn);
-				done = IsLatencyTest(spec.test)
-					? ServerPingPong(conn, spec)
-					: ServerBandwidth(conn, spec);
+				done = is_latency_test(spec.test)
+					? server_ping_pong(conn, spec)
+					: server_bandwidth(conn, spec);
 			}
-			conn.SendCtl(done);
+			conn.send_ctl(done);
 			break;
 		}
 		case CtlType::kClose:
-			conn.CloseData();
-			conn.SendCtl(MakeCtl(CtlType::kClosed));
+			conn.close_data();
+			conn.send_ctl(make_ctl(CtlType::kClosed));
 			break;
 		case CtlType::kBye:
 			return;
 		default:
 			throw Error(std::string("protocol error: ") +
-				    CtlTypeName(msg.type) + " from the client");
+				    ctl_type_name(msg.type) + " from the client");
 		}
 	}
 }
 
-bool Server::Serve(Hello hello)
+bool Server::serve(Hello hello)
 {
 	Port &port = *hello.port;
 	PollSettings ps;
@@ -317,29 +317,29 @@ bool Server::Serve(Hello hello)
 	Conn conn(*port.dev, *port.pool, ps);
 	bool ok = true;
 
-	conn.SetBackground([this, &port](const tb5_wc &wc) { Background(port, wc); });
-	conn.SetIdleSleep(true);
-	conn.AttachCtl(std::move(hello.ep),
+	conn.set_background([this, &port](const tb5_wc &wc) { background(port, wc); });
+	conn.set_idle_sleep(true);
+	conn.attach_ctl(std::move(hello.ep),
 		       std::min<uint32_t>(4, port.info.max_ops ? port.info.max_ops : 1));
 	session_ = &conn;
 	session_id_ = hello.msg.session;
-	Log("client session " + Hex(session_id_) + " on " + port.name);
+	log("client session " + hex(session_id_) + " on " + port.name);
 	try {
-		Session(conn, hello.msg, port);
-		Log("client session " + Hex(session_id_) + " done");
+		session(conn, hello.msg, port);
+		log("client session " + hex(session_id_) + " done");
 	} catch (const Interrupted &) {
 		session_ = nullptr;
 		throw;
 	} catch (const Error &e) {
 		ok = false;
 		last_error_ = e.what();
-		Log("client session " + Hex(session_id_) + " failed: " + e.what());
+		log("client session " + hex(session_id_) + " failed: " + e.what());
 		// Tell the client why, if it still listens.
 		try {
-			CtlMsg err = MakeCtl(CtlType::kError);
-			SetText(err, e.what());
-			conn.SendCtl(err);
-			conn.FlushCtl(0.2);
+			CtlMsg err = make_ctl(CtlType::kError);
+			set_text(err, e.what());
+			conn.send_ctl(err);
+			conn.flush_ctl(0.2);
 		} catch (const Error &) {
 		}
 	}
@@ -347,22 +347,22 @@ bool Server::Serve(Hello hello)
 	return ok;
 }
 
-int Server::Run()
+int Server::run()
 {
 	// What no link changes fails at once rather than per link.
-	CheckMemory(opt_.memory, nullptr);
+	check_memory(opt_.memory, nullptr);
 	if (!links_.empty()) {
 		for (const std::string &name : links_)
-			OpenPort(name, true);
+			open_port(name, true);
 	} else {
-		Rescan();
+		rescan();
 		if (ports_.empty())
-			Log("no ready link yet; waiting for one");
+			log("no ready link yet; waiting for one");
 	}
-	uint64_t last_rescan = NowNs();
-	uint64_t last_busy = NowNs();
+	uint64_t last_rescan = now_ns();
+	uint64_t last_busy = now_ns();
 
-	while (!Stopping()) {
+	while (!stopping()) {
 		bool any = false;
 		for (auto &port : ports_) {
 			if (port->dead)
@@ -370,30 +370,30 @@ int Server::Run()
 			tb5_wc wc[32];
 			const int n = tb5_poll(port->dev->get(), wc, 32);
 			if (n < 0) {
-				Log(ApiMessage("tb5_poll on " + port->name, n));
+				log(api_message("tb5_poll on " + port->name, n));
 				port->dead = true;
 				continue;
 			}
 			any |= n > 0;
 			for (int i = 0; i < n; i++)
-				Background(*port, wc[i]);
+				background(*port, wc[i]);
 		}
 		if (hello_) {
 			Hello hello = std::move(*hello_);
 			hello_.reset();
-			const bool ok = Serve(std::move(hello));
+			const bool ok = serve(std::move(hello));
 			if (opt_.once)
 				return ok ? kExitOk : kExitFailed;
-			last_busy = NowNs();
+			last_busy = now_ns();
 			continue;
 		}
-		const uint64_t now = NowNs();
+		const uint64_t now = now_ns();
 		if (any) {
 			last_busy = now;
 			continue;
 		}
 		if (now - last_rescan > 2000000000ull) {
-			Rescan();
+			rescan();
 			last_rescan = now;
 		}
 		// Spin a little after activity, then sleep.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // stats.cc - percentiles (nearest rank) and histograms.
-#include "stats.h"
+#include "stats.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 namespace tb5perf {
 namespace {
 
-double Percentile(const std::vector<double> &sorted, double p)
+double percentile(const std::vector<double> &sorted, double p)
 {
 	if (sorted.empty())
 		return 0;
@@ -22,7 +22,7 @@ double Percentile(const std::vector<double> &sorted, double p)
 
 } // namespace
 
-LatencySummary Summarize(std::vector<double> &samples)
+LatencySummary summarize(std::vector<double> &samples)
 {
 	LatencySummary s;
 	const size_t n = samples.size();
@@ -44,14 +44,14 @@ LatencySummary Summarize(std::vector<double> &samples)
 	std::sort(samples.begin(), samples.end());
 	s.min = samples.front();
 	s.max = samples.back();
-	s.p50 = Percentile(samples, 0.50);
-	s.p90 = Percentile(samples, 0.90);
-	s.p99 = Percentile(samples, 0.99);
-	s.p999 = Percentile(samples, 0.999);
+	s.p50 = percentile(samples, 0.50);
+	s.p90 = percentile(samples, 0.90);
+	s.p99 = percentile(samples, 0.99);
+	s.p999 = percentile(samples, 0.999);
 	return s;
 }
 
-std::vector<HistogramBucket> LogHistogram(const std::vector<double> &sorted,
+std::vector<HistogramBucket> log_histogram(const std::vector<double> &sorted,
 					  unsigned per_octave)
 {
 	std::vector<HistogramBucket> out;

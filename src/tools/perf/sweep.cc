@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 //
 // sweep.cc - tests over sizes, calibrated by time.
-#include "sweep.h"
+#include "sweep.hpp"
 
 #include <algorithm>
 
-#include "clock.h"
-#include "errors.h"
-#include "units.h"
+#include "clock.hpp"
+#include "errors.hpp"
+#include "units.hpp"
 
 namespace tb5perf {
 namespace {
@@ -17,19 +17,19 @@ constexpr uint64_t kMaxLatIters = 10000000;	// samples kept in memory
 constexpr uint32_t kLatWarmup = 32;
 constexpr uint64_t kWarmupBytes = 64ull << 20;
 
-uint32_t StreamsOf(const Options &opt, Test test)
+uint32_t streams_of(const Options &opt, Test test)
 {
 	return test == Test::kStreams ? opt.streams : 1;
 }
 
-const std::vector<uint64_t> &SizesOf(const Options &opt, Test test)
+const std::vector<uint64_t> &sizes_of(const Options &opt, Test test)
 {
-	return IsLatencyTest(test) ? opt.lat_sizes : opt.bw_sizes;
+	return is_latency_test(test) ? opt.lat_sizes : opt.bw_sizes;
 }
 
 } // namespace
 
-uint32_t Slots(const Options &opt, uint64_t size, uint32_t streams,
+uint32_t slots(const Options &opt, uint64_t size, uint32_t streams,
 	       uint32_t max_ops)
 {
 	const uint64_t per_stream = opt.max_inflight / (size * streams);
@@ -39,21 +39,21 @@ uint32_t Slots(const Options &opt, uint64_t size, uint32_t streams,
 	return static_cast<uint32_t>(std::max<uint64_t>(slots, 1));
 }
 
-uint64_t BufferBytesFor(const Options &opt, uint32_t max_ops)
+uint64_t buffer_bytes_for(const Options &opt, uint32_t max_ops)
 {
 	uint64_t bytes = 4096;
 
 	for (Test t : opt.tests) {
-		for (uint64_t size : SizesOf(opt, t)) {
+		for (uint64_t size : sizes_of(opt, t)) {
 			RunSpec spec;
 			spec.test = t;
 			spec.size = size;
-			spec.streams = StreamsOf(opt, t);
+			spec.streams = streams_of(opt, t);
 			spec.window = t == Test::kLatLoad
-				? Slots(opt, opt.load_size, 1, max_ops)
-				: Slots(opt, size, spec.streams, max_ops);
+				? slots(opt, opt.load_size, 1, max_ops)
+				: slots(opt, size, spec.streams, max_ops);
 			spec.load_size = opt.load_size;
-			bytes = std::max(bytes, BufferBytes(spec));
+			bytes = std::max(bytes, buffer_bytes(spec));
 		}
 	}
 	return bytes;
@@ -65,76 +65,76 @@ Sweep::Sweep(Client &client, const Options &opt, Report &report,
 {
 }
 
-void Sweep::Run()
+void Sweep::run()
 {
 	const uint64_t max_msg = client_.link().max_msg;
 
 	for (Test t : opt_.tests) {
-		for (uint64_t size : SizesOf(opt_, t))
+		for (uint64_t size : sizes_of(opt_, t))
 			if (max_msg && size > max_msg)
-				throw UsageError("message size " + FormatSize(size) +
+				throw UsageError("message size " + format_size(size) +
 						 " is more than the link's largest, " +
-						 FormatSize(max_msg));
+						 format_size(max_msg));
 		if (t == Test::kLatLoad && max_msg && opt_.load_size > max_msg)
-			throw UsageError("--load-size " + FormatSize(opt_.load_size) +
+			throw UsageError("--load-size " + format_size(opt_.load_size) +
 					 " is more than the link's largest message, " +
-					 FormatSize(max_msg));
+					 format_size(max_msg));
 	}
 	for (Test t : opt_.tests)
-		RunTest(t);
+		run_test(t);
 }
 
-RunSpec Sweep::Spec(Test test, uint64_t size) const
+RunSpec Sweep::spec_for(Test test, uint64_t size) const
 {
 	RunSpec spec;
 
 	spec.test = test;
 	spec.size = size;
-	spec.streams = StreamsOf(opt_, test);
+	spec.streams = streams_of(opt_, test);
 	if (test == Test::kLatLoad)
-		spec.window = Slots(opt_, opt_.load_size, 1, client_.max_ops());
-	else if (!IsLatencyTest(test))
-		spec.window = Slots(opt_, size, spec.streams, client_.max_ops());
+		spec.window = slots(opt_, opt_.load_size, 1, client_.max_ops());
+	else if (!is_latency_test(test))
+		spec.window = slots(opt_, size, spec.streams, client_.max_ops());
 	// (lat, jitter: one ping at a time; window stays 1)
 	spec.flags = (opt_.verify ? kRunVerify : 0) | (opt_.wait ? kRunWait : 0);
 	spec.load_size = test == Test::kLatLoad ? opt_.load_size : 0;
 	return spec;
 }
 
-void Sweep::RunTest(Test test)
+void Sweep::run_test(Test test)
 {
-	const auto &sizes = SizesOf(opt_, test);
+	const auto &sizes = sizes_of(opt_, test);
 	const bool own_endpoints = test == Test::kLatLoad;
 
-	report_.BeginTest(test);
+	report_.begin_test(test);
 	if (!own_endpoints)
-		client_.Open(StreamsOf(opt_, test));
+		client_.open(streams_of(opt_, test));
 	for (size_t i = 0; i < sizes.size(); i++) {
-		RunSpec spec = Spec(test, sizes[i]);
-		progress_.Update(std::string(TestName(test)) + " " +
-					 FormatSize(sizes[i]) + " (" +
+		RunSpec spec = spec_for(test, sizes[i]);
+		progress_.update(std::string(test_name(test)) + " " +
+					 format_size(sizes[i]) + " (" +
 					 std::to_string(i + 1) + "/" +
 					 std::to_string(sizes.size()) + ")",
 				 true);
-		RunResult result = Measure(spec);
-		report_.AddRow(MakeRow(spec, result));
+		RunResult result = measure(spec);
+		report_.add_row(make_row(spec, result));
 	}
 	if (!own_endpoints)
-		client_.Close();
+		client_.close();
 }
 
-RunResult Sweep::Measure(RunSpec &spec)
+RunResult Sweep::measure(RunSpec &spec)
 {
-	const uint64_t max_n = IsLatencyTest(spec.test) ? kMaxLatIters : kMaxBwIters;
+	const uint64_t max_n = is_latency_test(spec.test) ? kMaxLatIters : kMaxBwIters;
 	auto run = [&](uint64_t n) {
 		spec.count = n;
-		return client_.Run(spec);
+		return client_.run(spec);
 	};
 	uint64_t warm = kLatWarmup;
 
 	if (opt_.warmup >= 0)
 		warm = static_cast<uint64_t>(opt_.warmup);
-	else if (!IsLatencyTest(spec.test))
+	else if (!is_latency_test(spec.test))
 		warm = std::clamp<uint64_t>(kWarmupBytes / (spec.size * spec.streams),
 					    2, 2ull * spec.window);
 	if (opt_.iters) {
@@ -162,7 +162,7 @@ RunResult Sweep::Measure(RunSpec &spec)
 	const uint64_t chunk = std::clamp<uint64_t>(
 		best > 0 ? static_cast<uint64_t>(opt_.duration_s / 4 / best) : max_n,
 		1, max_n);
-	const uint64_t wall_end = NowNs() + static_cast<uint64_t>(3e9 * opt_.duration_s);
+	const uint64_t wall_end = now_ns() + static_cast<uint64_t>(3e9 * opt_.duration_s);
 	RunResult total;
 	uint64_t count = 0;
 	while (total.seconds < opt_.duration_s || count < opt_.min_iters) {
@@ -181,14 +181,14 @@ RunResult Sweep::Measure(RunSpec &spec)
 		total.load_seconds += r.load_seconds;
 		total.cpu_ns += r.cpu_ns;
 		total.peer_cpu_ns += r.peer_cpu_ns;
-		if (count >= max_n || (NowNs() > wall_end && count >= opt_.min_iters))
+		if (count >= max_n || (now_ns() > wall_end && count >= opt_.min_iters))
 			break;
 	}
 	spec.count = count;
 	return total;
 }
 
-double Sweep::LineGbps() const
+double Sweep::line_gbps() const
 {
 	// Each end's link says the rate it sends at; a direction can go no
 	// faster than the slower end (a peer that reports 0 sets none).
@@ -200,7 +200,7 @@ double Sweep::LineGbps() const
 	return static_cast<double>(mbps) / 8000.0;
 }
 
-Row Sweep::MakeRow(const RunSpec &spec, RunResult &r)
+Row Sweep::make_row(const RunSpec &spec, RunResult &r)
 {
 	Row row;
 
@@ -217,10 +217,10 @@ Row Sweep::MakeRow(const RunSpec &spec, RunResult &r)
 		row.gbps = static_cast<double>(r.bytes) / r.seconds / 1e9;
 		row.msgs_per_s = static_cast<double>(r.messages) / r.seconds;
 	}
-	if (!IsLatencyTest(spec.test)) {
+	if (!is_latency_test(spec.test)) {
 		// Per direction: bibw's figure is the sum of two.
 		const double per_dir = spec.test == Test::kBibw ? row.gbps / 2 : row.gbps;
-		const double line = LineGbps();
+		const double line = line_gbps();
 
 		if (line > 0) {
 			row.line_gbps = line;
@@ -231,15 +231,15 @@ Row Sweep::MakeRow(const RunSpec &spec, RunResult &r)
 		// the whole, the server's would count it again.
 		const double gb = static_cast<double>(r.bytes) / 1e9;
 		if (gb > 0 && r.cpu_ns) {
-			row.cpu_client = Seconds(r.cpu_ns) / gb;
+			row.cpu_client = seconds(r.cpu_ns) / gb;
 			if (r.peer_cpu_ns && opt_.mode != Mode::kLoop)
-				row.cpu_server = Seconds(r.peer_cpu_ns) / gb;
+				row.cpu_server = seconds(r.peer_cpu_ns) / gb;
 		}
 	}
-	if (IsLatencyTest(spec.test)) {
-		row.lat = Summarize(r.samples_ns);	// sorts the samples
+	if (is_latency_test(spec.test)) {
+		row.lat = summarize(r.samples_ns);	// sorts the samples
 		if (opt_.histogram)
-			row.histogram = LogHistogram(r.samples_ns);
+			row.histogram = log_histogram(r.samples_ns);
 	}
 	if (spec.test == Test::kLatLoad) {
 		row.load_size = spec.load_size;
@@ -247,16 +247,16 @@ Row Sweep::MakeRow(const RunSpec &spec, RunResult &r)
 			row.load_gbps = static_cast<double>(r.load_bytes) /
 					r.load_seconds / 1e9;
 	}
-	if (opt_.memcpy && !IsLatencyTest(spec.test)) {
-		progress_.Update(std::string(TestName(spec.test)) + " " +
-					 FormatSize(spec.size) + ": memcpy",
+	if (opt_.memcpy && !is_latency_test(spec.test)) {
+		progress_.update(std::string(test_name(spec.test)) + " " +
+					 format_size(spec.size) + ": memcpy",
 				 true);
 		// As many buffers as the transfer had in flight, or more, so
 		// that the copies cycle through --memcpy-footprint bytes.
 		const uint64_t buffers = std::max<uint64_t>(
 			static_cast<uint64_t>(spec.window) * spec.streams,
 			(opt_.memcpy_footprint + spec.size - 1) / spec.size);
-		row.memcpy_gbps = memcpy_.Measure(
+		row.memcpy_gbps = memcpy_.measure(
 			spec.size, static_cast<uint32_t>(std::min<uint64_t>(buffers, 1u << 20)),
 			std::clamp(opt_.duration_s / 2, 0.01, 0.5));
 	}

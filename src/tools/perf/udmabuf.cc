@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // udmabuf.cc - dma-bufs from /dev/udmabuf.
-#include "udmabuf.h"
+#include "udmabuf.hpp"
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
@@ -14,8 +14,8 @@
 #include <string>
 #include <utility>
 
-#include "errors.h"
-#include "units.h"
+#include "errors.hpp"
+#include "units.hpp"
 
 // Not every distribution's kernel headers have it (it came with 4.20): the
 // tool builds without, and --memory udmabuf then says so.
@@ -31,13 +31,13 @@ namespace {
 
 constexpr char kDevice[] = "/dev/udmabuf";
 
-[[noreturn]] void ThrowNotBuilt()
+[[noreturn]] void throw_not_built()
 {
 	throw Error("--memory udmabuf: this tb5-perf was built without "
 		    "udmabuf support (<linux/udmabuf.h> was missing)");
 }
 
-[[noreturn]] void ThrowNoDevice(int err)
+[[noreturn]] void throw_no_device(int err)
 {
 	if (err == ENOENT)
 		throw Error("--memory udmabuf: /dev/udmabuf does not exist: "
@@ -69,7 +69,7 @@ private:
 
 // udmabuf refuses a dma-buf larger than its size_limit_mb parameter with
 // EINVAL, the same errno as any other misuse: compare to tell which.
-uint64_t SizeLimitMb()
+uint64_t size_limit_mb()
 {
 	std::ifstream f("/sys/module/udmabuf/parameters/size_limit_mb");
 	uint64_t mb = 0;
@@ -82,7 +82,7 @@ uint64_t SizeLimitMb()
 
 } // namespace
 
-bool UdmabufBuilt()
+bool udmabuf_built()
 {
 #ifdef TB5_PERF_HAVE_UDMABUF
 	return true;
@@ -91,13 +91,13 @@ bool UdmabufBuilt()
 #endif
 }
 
-void CheckUdmabuf()
+void check_udmabuf()
 {
-	if (!UdmabufBuilt())
-		ThrowNotBuilt();
+	if (!udmabuf_built())
+		throw_not_built();
 	const int fd = open(kDevice, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
-		ThrowNoDevice(errno);
+		throw_no_device(errno);
 	close(fd);
 }
 
@@ -105,14 +105,14 @@ void CheckUdmabuf()
 Udmabuf::Udmabuf(size_t len)
 {
 	const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-	const std::string what = "udmabuf of " + FormatSize(len);
+	const std::string what = "udmabuf of " + format_size(len);
 
 	if (!len)
 		throw Error("udmabuf: the length must be > 0");
 	size_ = (len + page - 1) / page * page;
 	Fd dev(open(kDevice, O_RDWR | O_CLOEXEC));
 	if (dev.get() < 0)
-		ThrowNoDevice(errno);
+		throw_no_device(errno);
 	Fd memfd(memfd_create("tb5-perf", MFD_CLOEXEC | MFD_ALLOW_SEALING));
 	if (memfd.get() < 0)
 		throw Error(what + ": memfd_create: " + strerror(errno));
@@ -129,7 +129,7 @@ Udmabuf::Udmabuf(size_t len)
 	Fd dmabuf(ioctl(dev.get(), UDMABUF_CREATE, &create));
 	if (dmabuf.get() < 0) {
 		const int err = errno;
-		const uint64_t limit = SizeLimitMb();
+		const uint64_t limit = size_limit_mb();
 		// Limit first: a server's message reaches the client cut
 		// to the 87 characters of an ERROR.
 		if (err == EINVAL && size_ > (limit << 20))
@@ -153,18 +153,18 @@ Udmabuf::Udmabuf(size_t len)
 #else
 Udmabuf::Udmabuf(size_t)
 {
-	ThrowNotBuilt();
+	throw_not_built();
 }
 #endif
 
 Udmabuf::~Udmabuf()
 {
-	CloseFd();
+	close_fd();
 	if (data_)
 		munmap(data_, size_);
 }
 
-void Udmabuf::CloseFd()
+void Udmabuf::close_fd()
 {
 	if (fd_ >= 0)
 		close(fd_);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // units.cc - parsing and printing sizes.
-#include "units.h"
+#include "units.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -9,12 +9,12 @@
 #include <cstdio>
 #include <string>
 
-#include "errors.h"
+#include "errors.hpp"
 
 namespace tb5perf {
 namespace {
 
-std::string Lower(std::string_view s)
+std::string lower(std::string_view s)
 {
 	std::string out(s);
 
@@ -23,7 +23,7 @@ std::string Lower(std::string_view s)
 	return out;
 }
 
-std::string_view Trim(std::string_view s)
+std::string_view trim(std::string_view s)
 {
 	while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
 		s.remove_prefix(1);
@@ -32,12 +32,12 @@ std::string_view Trim(std::string_view s)
 	return s;
 }
 
-void AddRange(std::string_view part, std::vector<uint64_t> &out)
+void add_range(std::string_view part, std::vector<uint64_t> &out)
 {
 	const size_t c1 = part.find(':');
 
 	if (c1 == std::string_view::npos) {
-		auto n = ParseSize(part);
+		auto n = parse_size(part);
 		if (!n || !*n)
 			throw UsageError("bad size \"" + std::string(part) + "\"");
 		out.push_back(*n);
@@ -49,7 +49,7 @@ void AddRange(std::string_view part, std::vector<uint64_t> &out)
 	const size_t c2 = hi_s.find(':');
 
 	if (c2 != std::string_view::npos) {
-		auto f = ParseSize(hi_s.substr(c2 + 1));
+		auto f = parse_size(hi_s.substr(c2 + 1));
 		if (!f || *f < 2)
 			throw UsageError("bad step in size range \"" +
 					 std::string(part) +
@@ -57,14 +57,14 @@ void AddRange(std::string_view part, std::vector<uint64_t> &out)
 		factor = *f;
 		hi_s = hi_s.substr(0, c2);
 	}
-	auto lo = ParseSize(lo_s), hi = ParseSize(hi_s);
+	auto lo = parse_size(lo_s), hi = parse_size(hi_s);
 	if (!lo || !hi || !*lo)
 		throw UsageError("bad size range \"" + std::string(part) +
 				 "\": FROM:TO[:FACTOR], e.g. 256:256M");
 	if (*lo > *hi)
 		throw UsageError("bad size range \"" + std::string(part) +
-				 "\": " + FormatSize(*lo) + " is more than " +
-				 FormatSize(*hi));
+				 "\": " + format_size(*lo) + " is more than " +
+				 format_size(*hi));
 	for (uint64_t n = *lo; n <= *hi; n *= factor) {
 		out.push_back(n);
 		if (n > UINT64_MAX / factor)
@@ -74,9 +74,9 @@ void AddRange(std::string_view part, std::vector<uint64_t> &out)
 
 } // namespace
 
-std::optional<uint64_t> ParseSize(std::string_view text)
+std::optional<uint64_t> parse_size(std::string_view text)
 {
-	const std::string s = Lower(Trim(text));
+	const std::string s = lower(trim(text));
 	size_t i = 0;
 	uint64_t n = 0;
 
@@ -108,21 +108,21 @@ std::optional<uint64_t> ParseSize(std::string_view text)
 	return n << shift;
 }
 
-std::vector<uint64_t> ParseSizeList(std::string_view text)
+std::vector<uint64_t> parse_size_list(std::string_view text)
 {
 	std::vector<uint64_t> out;
 	std::string_view rest = text;
 
-	if (Trim(text).empty())
+	if (trim(text).empty())
 		throw UsageError("empty size list");
 	while (!rest.empty()) {
 		const size_t comma = rest.find(',');
-		const std::string_view part = Trim(rest.substr(0, comma));
+		const std::string_view part = trim(rest.substr(0, comma));
 
 		if (part.empty())
 			throw UsageError("empty entry in size list \"" +
 					 std::string(text) + "\"");
-		AddRange(part, out);
+		add_range(part, out);
 		if (comma == std::string_view::npos)
 			break;
 		rest = rest.substr(comma + 1);
@@ -132,7 +132,7 @@ std::vector<uint64_t> ParseSizeList(std::string_view text)
 	return out;
 }
 
-std::string FormatSize(uint64_t bytes)
+std::string format_size(uint64_t bytes)
 {
 	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	char buf[48];
@@ -157,7 +157,7 @@ std::string FormatSize(uint64_t bytes)
 	return buf;
 }
 
-std::string FormatCount(double n)
+std::string format_count(double n)
 {
 	char buf[32];
 

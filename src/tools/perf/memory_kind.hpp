@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 //
-// memory_kind.h - what a side's data buffers are (--memory); the numbers
+// memory_kind.hpp - what a side's data buffers are (--memory); the numbers
 // travel in WELCOME, so that the client can report the server's too.
-#ifndef TB5_PERF_MEMORY_KIND_H
-#define TB5_PERF_MEMORY_KIND_H
+#ifndef TB5_PERF_MEMORY_KIND_HPP
+#define TB5_PERF_MEMORY_KIND_HPP
 
 #include <cstdint>
 #include <optional>
@@ -20,7 +20,7 @@ enum class Memory : uint32_t {
 
 constexpr Memory kAllMemory[] = {Memory::kHost, Memory::kUdmabuf};
 
-constexpr std::string_view MemoryName(Memory m)
+constexpr std::string_view memory_name(Memory m)
 {
 	switch (m) {
 	case Memory::kHost: return "host";
@@ -29,15 +29,15 @@ constexpr std::string_view MemoryName(Memory m)
 	return "?";
 }
 
-inline std::optional<Memory> MemoryFromName(std::string_view name)
+inline std::optional<Memory> memory_from_name(std::string_view name)
 {
 	for (Memory m : kAllMemory)
-		if (MemoryName(m) == name)
+		if (memory_name(m) == name)
 			return m;
 	return std::nullopt;
 }
 
-inline std::optional<Memory> MemoryFromWire(uint64_t v)
+inline std::optional<Memory> memory_from_wire(uint64_t v)
 {
 	for (Memory m : kAllMemory)
 		if (static_cast<uint64_t>(m) == v)
@@ -47,4 +47,4 @@ inline std::optional<Memory> MemoryFromWire(uint64_t v)
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_MEMORY_KIND_H
+#endif // TB5_PERF_MEMORY_KIND_HPP

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 //
-// server.h - the server: a well-known listener on each link it serves,
+// server.hpp - the server: a well-known listener on each link it serves,
 // clients served one after another. A connection's first control message
 // decides what it is: HELLO starts a session (or is turned away while one
 // runs), JOIN makes it a data endpoint of the running session.
-#ifndef TB5_PERF_SERVER_H
-#define TB5_PERF_SERVER_H
+#ifndef TB5_PERF_SERVER_HPP
+#define TB5_PERF_SERVER_HPP
 
 #include <atomic>
 #include <cstdint>
@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "conn.h"
-#include "device.h"
-#include "options.h"
+#include "conn.hpp"
+#include "device.hpp"
+#include "options.hpp"
 
 namespace tb5perf {
 
@@ -31,7 +31,7 @@ public:
 
 	// Until interrupted (exit status 0), or with --once after one client
 	// (0 when its session ended well, else 1).
-	int Run();
+	int run();
 	// Why the last session failed ("" if it did not).
 	const std::string &last_error() const { return last_error_; }
 
@@ -55,15 +55,15 @@ private:
 		CtlMsg msg;
 	};
 
-	void OpenPort(const std::string &name, bool wait_ready);
-	void Rescan();
-	void Background(Port &port, const tb5_wc &wc);
-	void Accept(Port &port);
-	void DropPending(Port &port, uint32_t id);
-	bool Serve(Hello hello);
-	void Session(Conn &conn, const CtlMsg &hello, Port &port);
-	void Log(const std::string &line) const;
-	bool Stopping() const;
+	void open_port(const std::string &name, bool wait_ready);
+	void rescan();
+	void background(Port &port, const tb5_wc &wc);
+	void accept(Port &port);
+	void drop_pending(Port &port, uint32_t id);
+	bool serve(Hello hello);
+	void session(Conn &conn, const CtlMsg &hello, Port &port);
+	void log(const std::string &line) const;
+	bool stopping() const;
 
 	const Options &opt_;
 	std::vector<std::string> links_;
@@ -80,4 +80,4 @@ private:
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_SERVER_H
+#endif // TB5_PERF_SERVER_HPP

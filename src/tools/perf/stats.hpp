@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 //
-// stats.h - latency samples summed up: percentiles, spread and a log-scale
+// stats.hpp - latency samples summed up: percentiles, spread and a log-scale
 // histogram.
-#ifndef TB5_PERF_STATS_H
-#define TB5_PERF_STATS_H
+#ifndef TB5_PERF_STATS_HPP
+#define TB5_PERF_STATS_HPP
 
 #include <cstdint>
 #include <vector>
@@ -26,14 +26,14 @@ struct HistogramBucket {
 };
 
 // Summarises @samples (in the order they were taken); sorts them.
-LatencySummary Summarize(std::vector<double> &samples);
+LatencySummary summarize(std::vector<double> &samples);
 
 // Buckets of equal width on a log scale, @per_octave of them per doubling,
 // from the smallest sample to the largest; @sorted must be sorted. Empty
 // buckets inside the range are kept, so that gaps show.
-std::vector<HistogramBucket> LogHistogram(const std::vector<double> &sorted,
+std::vector<HistogramBucket> log_histogram(const std::vector<double> &sorted,
 					  unsigned per_octave = 4);
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_STATS_H
+#endif // TB5_PERF_STATS_HPP

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 //
-// report.h - results out: a table per test in the spirit of nccl-tests
+// report.hpp - results out: a table per test in the spirit of nccl-tests
 // (printed row by row as sizes finish), and at the end one JSON document
 // (environment, settings, every row, a summary) or CSV (one line per row).
-#ifndef TB5_PERF_REPORT_H
-#define TB5_PERF_REPORT_H
+#ifndef TB5_PERF_REPORT_HPP
+#define TB5_PERF_REPORT_HPP
 
 #include <cstdint>
 #include <cstdio>
@@ -14,10 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "options.h"
-#include "progress.h"
-#include "stats.h"
-#include "test_kind.h"
+#include "options.hpp"
+#include "progress.hpp"
+#include "stats.hpp"
+#include "test_kind.hpp"
 
 namespace tb5perf {
 
@@ -55,27 +55,27 @@ public:
 
 	// The environment (tool, library, link, peer, host, settings); its
 	// essentials are printed above the first table.
-	void SetEnvironment(nlohmann::json env);
-	void BeginTest(Test test);
-	void AddRow(const Row &row);
+	void set_environment(nlohmann::json env);
+	void begin_test(Test test);
+	void add_row(const Row &row);
 	// Prints the summary, and the JSON or CSV. Throws if the output file
 	// cannot be written.
-	void Finish();
-	// Finish() after a failure: the rows so far, and @why in the JSON.
-	void Fail(const std::string &why);
+	void finish();
+	// finish() after a failure: the rows so far, and @why in the JSON.
+	void fail(const std::string &why);
 
-	// What --plot draws (plot.h).
+	// What --plot draws (plot.hpp).
 	const std::vector<Row> &rows() const { return rows_; }
 	const nlohmann::json &environment() const { return env_; }
 
 private:
-	void Print(const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-	void PrintHeader(Test test);
-	void PrintRow(const Row &row);
-	void PrintHistogram(const Row &row);
-	nlohmann::json Summary() const;
-	static nlohmann::json RowJson(const Row &row);
-	std::string Csv() const;
+	void print(const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+	void print_header(Test test);
+	void print_row(const Row &row);
+	void print_histogram(const Row &row);
+	nlohmann::json summary() const;
+	static nlohmann::json row_json(const Row &row);
+	std::string csv() const;
 
 	const Options &opt_;
 	Progress &progress_;
@@ -87,4 +87,4 @@ private:
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_REPORT_H
+#endif // TB5_PERF_REPORT_HPP

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 //
-// udmabuf.h - memory that is a dma-buf (--memory udmabuf): a memfd sealed
+// udmabuf.hpp - memory that is a dma-buf (--memory udmabuf): a memfd sealed
 // against shrinking, made a dma-buf by /dev/udmabuf (the kernel's
 // CONFIG_UDMABUF), and mapped for the CPU.
-#ifndef TB5_PERF_UDMABUF_H
-#define TB5_PERF_UDMABUF_H
+#ifndef TB5_PERF_UDMABUF_HPP
+#define TB5_PERF_UDMABUF_HPP
 
 #include <cstddef>
 #include <cstdint>
@@ -12,11 +12,11 @@
 namespace tb5perf {
 
 // Whether this tb5-perf was built with <linux/udmabuf.h>.
-bool UdmabufBuilt();
+bool udmabuf_built();
 
 // Throws Error unless dma-bufs can be made here: built with udmabuf, and
 // /dev/udmabuf exists and opens.
-void CheckUdmabuf();
+void check_udmabuf();
 
 class Udmabuf {
 public:
@@ -29,11 +29,11 @@ public:
 
 	uint8_t *data() const { return data_; }
 	size_t size() const { return size_; }
-	// The dma-buf's fd; -1 after CloseFd().
+	// The dma-buf's fd; -1 after close_fd().
 	int fd() const { return fd_; }
 	// Once imported, the importer holds its own reference to the
 	// dma-buf: the fd is no longer needed. The mapping stays.
-	void CloseFd();
+	void close_fd();
 
 private:
 	uint8_t *data_ = nullptr;
@@ -43,4 +43,4 @@ private:
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_UDMABUF_H
+#endif // TB5_PERF_UDMABUF_HPP

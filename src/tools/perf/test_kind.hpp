@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
-// test_kind.h - the tests tb5-perf runs; the numbers travel in RUN messages.
-#ifndef TB5_PERF_TEST_KIND_H
-#define TB5_PERF_TEST_KIND_H
+// test_kind.hpp - the tests tb5-perf runs; the numbers travel in RUN messages.
+#ifndef TB5_PERF_TEST_KIND_HPP
+#define TB5_PERF_TEST_KIND_HPP
 
 #include <cstdint>
 #include <optional>
@@ -22,7 +22,7 @@ enum class Test : uint32_t {
 constexpr Test kAllTests[] = {Test::kBw,     Test::kBibw,    Test::kLat,
 			      Test::kJitter, Test::kLatLoad, Test::kStreams};
 
-constexpr std::string_view TestName(Test t)
+constexpr std::string_view test_name(Test t)
 {
 	switch (t) {
 	case Test::kBw: return "bw";
@@ -35,15 +35,15 @@ constexpr std::string_view TestName(Test t)
 	return "?";
 }
 
-inline std::optional<Test> TestFromName(std::string_view name)
+inline std::optional<Test> test_from_name(std::string_view name)
 {
 	for (Test t : kAllTests)
-		if (TestName(t) == name)
+		if (test_name(t) == name)
 			return t;
 	return std::nullopt;
 }
 
-inline std::optional<Test> TestFromWire(uint32_t v)
+inline std::optional<Test> test_from_wire(uint32_t v)
 {
 	for (Test t : kAllTests)
 		if (static_cast<uint32_t>(t) == v)
@@ -52,11 +52,11 @@ inline std::optional<Test> TestFromWire(uint32_t v)
 }
 
 // Latency tests sweep 8 B .. 64 KiB by default; the others 256 B .. 256 MiB.
-constexpr bool IsLatencyTest(Test t)
+constexpr bool is_latency_test(Test t)
 {
 	return t == Test::kLat || t == Test::kJitter || t == Test::kLatLoad;
 }
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_TEST_KIND_H
+#endif // TB5_PERF_TEST_KIND_HPP

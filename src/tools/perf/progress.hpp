@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 //
-// progress.h - one line on stderr, rewritten in place, that says what runs
+// progress.hpp - one line on stderr, rewritten in place, that says what runs
 // now; on when stderr is a terminal or with --progress.
-#ifndef TB5_PERF_PROGRESS_H
-#define TB5_PERF_PROGRESS_H
+#ifndef TB5_PERF_PROGRESS_HPP
+#define TB5_PERF_PROGRESS_HPP
 
 #include <cstdint>
 #include <string>
@@ -17,9 +17,9 @@ public:
 
 	bool enabled() const { return enabled_; }
 	// Shows @line (at most ten times a second unless @force).
-	void Update(const std::string &line, bool force = false);
+	void update(const std::string &line, bool force = false);
 	// Removes the line, before anything else is printed to the terminal.
-	void Clear();
+	void clear();
 
 private:
 	bool enabled_;
@@ -31,4 +31,4 @@ private:
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_PROGRESS_H
+#endif // TB5_PERF_PROGRESS_HPP

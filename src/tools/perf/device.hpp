@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 //
-// device.h - RAII owners for what libtb5 hands out: an open link (Device),
+// device.hpp - RAII owners for what libtb5 hands out: an open link (Device),
 // registered memory (Region), an endpoint (EndpointPtr, from src/common);
 // and the links of this host.
-#ifndef TB5_PERF_DEVICE_H
-#define TB5_PERF_DEVICE_H
+#ifndef TB5_PERF_DEVICE_HPP
+#define TB5_PERF_DEVICE_HPP
 
 #include <cstddef>
 #include <cstdint>
@@ -14,14 +14,14 @@
 #include <vector>
 
 #include "handles.hpp"
-#include "memory_kind.h"
+#include "memory_kind.hpp"
 #include "tb5/tb5.h"
-#include "udmabuf.h"
+#include "udmabuf.hpp"
 
 namespace tb5perf {
 
 // The links of this host (tb5_list_links); throws on failure.
-std::vector<tb5_link_info> ListLinks();
+std::vector<tb5_link_info> list_links();
 
 class Device {
 public:
@@ -32,12 +32,12 @@ public:
 
 	tb5_device *get() const { return dev_.get(); }
 	const std::string &name() const { return name_; }
-	tb5_link_info Query() const;
+	tb5_link_info query() const;
 
-	// Polls and queries until the link is READY, calling @check (which
+	// Polls and queries until the link is READY, calling @on_wait (which
 	// may throw) about every 10 ms; throws after @timeout_s.
-	tb5_link_info WaitReady(double timeout_s,
-				const std::function<void()> &check = {});
+	tb5_link_info wait_ready(double timeout_s,
+				const std::function<void()> &on_wait = {});
 
 private:
 	std::string name_;
@@ -46,7 +46,7 @@ private:
 
 // Throws Error unless @memory can be registered on this host, and on
 // @link when one is given (dma-bufs need the kernel module).
-void CheckMemory(Memory memory, const tb5_link_info *link);
+void check_memory(Memory memory, const tb5_link_info *link);
 
 // Page-aligned, pre-faulted memory registered on a device: anonymous
 // memory (tb5_reg_host), or a dma-buf from /dev/udmabuf (tb5_reg_dmabuf).
@@ -63,8 +63,8 @@ public:
 	tb5_mr *mr() const { return mr_; }
 
 private:
-	void InitHost(Device &dev);
-	void InitUdmabuf(Device &dev);
+	void init_host(Device &dev);
+	void init_udmabuf(Device &dev);
 
 	uint8_t *data_ = nullptr;
 	size_t len_ = 0;
@@ -77,4 +77,4 @@ using EndpointPtr = tb5::tools::EndpointPtr;
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_DEVICE_H
+#endif // TB5_PERF_DEVICE_HPP

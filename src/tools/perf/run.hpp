@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 //
-// run.h - one run of a test at one message size: what the client asks for
+// run.hpp - one run of a test at one message size: what the client asks for
 // (RunSpec, sent as RUN) and what it measured (RunResult).
-#ifndef TB5_PERF_RUN_H
-#define TB5_PERF_RUN_H
+#ifndef TB5_PERF_RUN_HPP
+#define TB5_PERF_RUN_HPP
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "protocol.h"
-#include "test_kind.h"
+#include "protocol.hpp"
+#include "test_kind.hpp"
 
 namespace tb5perf {
 
@@ -38,26 +38,26 @@ struct RunResult {
 };
 
 // Data endpoints a test needs.
-inline uint32_t DataEndpoints(const RunSpec &spec)
+inline uint32_t data_endpoints(const RunSpec &spec)
 {
 	return spec.test == Test::kLatLoad ? 2 : spec.streams;
 }
 
 // Where the lat-load bulk slots start: after two ping (pong) slots.
-inline uint64_t BulkBase(uint64_t size)
+inline uint64_t bulk_base(uint64_t size)
 {
 	return (2 * size + 4095) / 4096 * 4096;
 }
 
 // Bytes of each data buffer (send and receive) that @spec needs.
-uint64_t BufferBytes(const RunSpec &spec);
+uint64_t buffer_bytes(const RunSpec &spec);
 
-CtlMsg ToCtl(const RunSpec &spec);
+CtlMsg to_ctl(const RunSpec &spec);
 // Throws Error for a RUN that names no known test or is out of range.
-RunSpec FromCtl(const CtlMsg &msg);
+RunSpec from_ctl(const CtlMsg &msg);
 // Throws Error for a DONE that reports a failure.
-void CheckDone(const CtlMsg &done, const std::string &what);
+void check_done(const CtlMsg &done, const std::string &what);
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_RUN_H
+#endif // TB5_PERF_RUN_HPP

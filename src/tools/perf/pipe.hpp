@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: MIT
 //
-// pipe.h - a stream of equal-sized messages in one direction on one
+// pipe.hpp - a stream of equal-sized messages in one direction on one
 // endpoint: up to `slots` operations posted at once, each slot posted again
 // as soon as it completes, until `count` messages were posted. The receiving
 // pipe checks sizes, and with verify every byte; the sending one writes the
 // pattern before each send.
-#ifndef TB5_PERF_PIPE_H
-#define TB5_PERF_PIPE_H
+#ifndef TB5_PERF_PIPE_HPP
+#define TB5_PERF_PIPE_HPP
 
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
 
-#include "device.h"
+#include "device.hpp"
 #include "tb5/tb5.h"
 
 namespace tb5perf {
@@ -27,7 +27,7 @@ struct PipeConfig {
 	uint64_t base = 0;		// offset of slot 0 in the region
 	uint32_t slots = 1;
 	uint64_t size = 0;
-	uint64_t count = 0;		// messages; kUnbounded until Finish()
+	uint64_t count = 0;		// messages; kUnbounded until finish()
 	uint32_t id = 0;		// in user_data; unique among live pipes
 	uint32_t stream = 0;		// for the pattern
 	uint32_t direction = 0;		// for the pattern
@@ -40,12 +40,12 @@ public:
 	explicit Pipe(const PipeConfig &cfg);
 
 	// Posts the first min(slots, count) operations.
-	void Start();
+	void start();
 	// A completion with this pipe's id; posts the slot again if more
 	// messages are due.
-	void Complete(const tb5_wc &wc);
+	void complete(const tb5_wc &wc);
 	// Posts no more: count becomes what was posted.
-	void Finish() { cfg_.count = posted_; }
+	void finish() { cfg_.count = posted_; }
 
 	bool done() const { return completed_ == cfg_.count; }
 	uint64_t posted() const { return posted_; }
@@ -58,7 +58,7 @@ public:
 	uint32_t id() const { return cfg_.id; }
 
 private:
-	void Post(uint32_t slot);
+	void post(uint32_t slot);
 
 	PipeConfig cfg_;
 	std::vector<uint64_t> seq_;	// message in each slot
@@ -72,4 +72,4 @@ private:
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_PIPE_H
+#endif // TB5_PERF_PIPE_HPP

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 //
-// options.h - what the command line asks for (docs/perf.md lists it all).
-#ifndef TB5_PERF_OPTIONS_H
-#define TB5_PERF_OPTIONS_H
+// options.hpp - what the command line asks for (docs/perf.md lists it all).
+#ifndef TB5_PERF_OPTIONS_HPP
+#define TB5_PERF_OPTIONS_HPP
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "memory_kind.h"
-#include "test_kind.h"
+#include "memory_kind.hpp"
+#include "test_kind.hpp"
 
 namespace tb5perf {
 
@@ -59,13 +59,13 @@ struct Options {
 	bool histogram = false;
 	Format format = Format::kTable;
 	std::string output;		// --output: JSON/CSV there, table on stdout
-	std::string plot;		// --plot: draw the rows there (plot.h)
+	std::string plot;		// --plot: draw the rows there (plot.hpp)
 	PlotFormat plot_format = PlotFormat::kSvg;	// from its extension
 	bool quiet = false;		// no table
 	int progress = -1;		// -1: when stderr is a tty
 	double timeout_s = 30;		// no progress for that long is an error
 
-	// --nccl (nccl_proxy.h)
+	// --nccl (nccl_proxy.hpp)
 	std::string plugin = "libnccl-net-tb5.so";	// --plugin
 	uint32_t nccl_channels = 2;	// --nccl-channels
 	uint32_t nccl_proto = 0;	// --nccl-proto: NcclProto
@@ -76,8 +76,8 @@ struct Options {
 // Parses argv into @out. Returns -1 to go on, or the exit status to end
 // with (0 after --help or --version, 2 after a usage error, with the
 // message printed).
-int ParseOptions(int argc, char **argv, Options &out);
+int parse_options(int argc, char **argv, Options &out);
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_OPTIONS_H
+#endif // TB5_PERF_OPTIONS_HPP

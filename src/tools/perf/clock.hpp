@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 //
-// clock.h - the one clock tb5-perf measures with: CLOCK_MONOTONIC in
+// clock.hpp - the one clock tb5-perf measures with: CLOCK_MONOTONIC in
 // nanoseconds (a vDSO call, no system call); and the process's CPU time,
 // for the CPU cost of moving data.
-#ifndef TB5_PERF_CLOCK_H
-#define TB5_PERF_CLOCK_H
+#ifndef TB5_PERF_CLOCK_HPP
+#define TB5_PERF_CLOCK_HPP
 
 #include <time.h>
 
@@ -12,7 +12,7 @@
 
 namespace tb5perf {
 
-inline uint64_t NowNs()
+inline uint64_t now_ns()
 {
 	struct timespec ts;
 
@@ -23,7 +23,7 @@ inline uint64_t NowNs()
 
 // CPU time of every thread of this process (user and system), so that
 // the simulator's copy workers count with the polling thread.
-inline uint64_t ProcessCpuNs()
+inline uint64_t process_cpu_ns()
 {
 	struct timespec ts;
 
@@ -33,11 +33,11 @@ inline uint64_t ProcessCpuNs()
 	       static_cast<uint64_t>(ts.tv_nsec);
 }
 
-inline double Seconds(uint64_t ns)
+inline double seconds(uint64_t ns)
 {
 	return static_cast<double>(ns) / 1e9;
 }
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_CLOCK_H
+#endif // TB5_PERF_CLOCK_HPP

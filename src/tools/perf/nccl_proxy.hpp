@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 //
-// nccl_proxy.h - --nccl: an all_reduce between two ranks moved as NCCL
+// nccl_proxy.hpp - --nccl: an all_reduce between two ranks moved as NCCL
 // 2.28's proxy thread moves it, through the NCCL net plugin (docs/perf.md).
-#ifndef TB5_PERF_NCCL_PROXY_H
-#define TB5_PERF_NCCL_PROXY_H
+#ifndef TB5_PERF_NCCL_PROXY_HPP
+#define TB5_PERF_NCCL_PROXY_HPP
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "options.h"
+#include "options.hpp"
 
 namespace tb5perf {
 
@@ -25,7 +25,7 @@ struct NcclShape {
 };
 
 // NCCL 2.28.3's figures (src/include/device.h, collectives.h, enqueue.cc).
-NcclShape NcclShapeOf(NcclProto p);
+NcclShape nccl_shape_of(NcclProto p);
 
 // One message of one rank's part of a 2-rank ring all_reduce on one
 // channel, in the order NCCL's kernel posts them.
@@ -40,11 +40,11 @@ struct NcclMsg {
 // The messages channel @ch of @nch carries for an all_reduce of @bytes
 // between 2 ranks, for the chunk a rank sends at step 0 (@q0: its rank)
 // and step 1 (the other chunk).
-std::vector<NcclMsg> NcclMessages(NcclProto p, uint64_t bytes, uint32_t nch,
+std::vector<NcclMsg> nccl_messages(NcclProto p, uint64_t bytes, uint32_t nch,
 				  uint32_t ch, uint32_t q0);
 
-int RunNccl(const Options &opt);
+int run_nccl(const Options &opt);
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_NCCL_PROXY_H
+#endif // TB5_PERF_NCCL_PROXY_HPP

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 //
-// conn.h - one side of a tb5-perf session: the device it runs on, the
+// conn.hpp - one side of a tb5-perf session: the device it runs on, the
 // control endpoint and its messages, the data endpoints of the current test,
 // the data buffers, and the polling loop every test runs through.
-#ifndef TB5_PERF_CONN_H
-#define TB5_PERF_CONN_H
+#ifndef TB5_PERF_CONN_HPP
+#define TB5_PERF_CONN_HPP
 
 #include <atomic>
 #include <cstdint>
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "device.h"
-#include "protocol.h"
+#include "device.hpp"
+#include "protocol.hpp"
 
 namespace tb5perf {
 
@@ -35,10 +35,10 @@ class CtlPool {
 public:
 	CtlPool(Device &dev, uint32_t slots);
 
-	int Alloc();		// -1 when all are in use
-	void Free(int slot);
-	uint8_t *Slot(int slot) const { return region_.data() + Offset(slot); }
-	uint64_t Offset(int slot) const
+	int alloc();		// -1 when all are in use
+	void free(int slot);
+	uint8_t *slot(int slot) const { return region_.data() + offset(slot); }
+	uint64_t offset(int slot) const
 	{
 		return static_cast<uint64_t>(slot) * kCtlSize;
 	}
@@ -61,30 +61,30 @@ public:
 	const PollSettings &settings() const { return settings_; }
 
 	// Takes the control endpoint and keeps @depth receives posted on it.
-	void AttachCtl(EndpointPtr ep, uint32_t depth);
+	void attach_ctl(EndpointPtr ep, uint32_t depth);
 	tb5_endpoint *ctl_ep() const { return ctl_.get(); }
 	// Sends on the control endpoint, or with the control tag on @ep.
-	void SendCtl(const CtlMsg &msg, tb5_endpoint *ep = nullptr);
+	void send_ctl(const CtlMsg &msg, tb5_endpoint *ep = nullptr);
 	// The next control message if one came: it must be of @type (an
 	// ERROR is thrown as the peer's text, anything else is a protocol
 	// error).
-	std::optional<CtlMsg> TakeCtl(CtlType type);
-	std::optional<CtlMsg> TakeAnyCtl();
-	// Polls until TakeCtl(@type) has one; data completions meanwhile are
+	std::optional<CtlMsg> take_ctl(CtlType type);
+	std::optional<CtlMsg> take_any_ctl();
+	// Polls until take_ctl(@type) has one; data completions meanwhile are
 	// a protocol error.
-	CtlMsg WaitCtl(CtlType type);
-	CtlMsg WaitAnyCtl();
+	CtlMsg wait_ctl(CtlType type);
+	CtlMsg wait_any_ctl();
 
 	// Data endpoints of the current test, by index.
-	void SetData(uint32_t index, EndpointPtr ep);
+	void set_data(uint32_t index, EndpointPtr ep);
 	tb5_endpoint *data(uint32_t index) const;
-	bool HasData(uint32_t index) const;
-	void CloseData();
+	bool has_data(uint32_t index) const;
+	void close_data();
 	// Finds the index of a data endpoint, or -1.
-	int DataIndex(const tb5_endpoint *ep) const;
+	int data_index(const tb5_endpoint *ep) const;
 
 	// Data buffers of @memory, registered once for the whole session.
-	void AllocRegions(size_t bytes, Memory memory);
+	void alloc_regions(size_t bytes, Memory memory);
 	Region &send_region() { return *send_; }
 	Region &recv_region() { return *recv_; }
 	size_t region_size() const { return send_ ? send_->size() : 0; }
@@ -95,38 +95,38 @@ public:
 	// the session go to the background handler (the server's listener).
 	// Returns the data completions and CONNECTED events, valid until the
 	// next call.
-	std::span<const tb5_wc> Poll();
-	void SetBackground(std::function<void(const tb5_wc &)> fn)
+	std::span<const tb5_wc> poll();
+	void set_background(std::function<void(const tb5_wc &)> fn)
 	{
 		background_ = std::move(fn);
 	}
 	// What the session is doing, for error messages.
-	void SetPhase(std::string phase) { phase_ = std::move(phase); }
+	void set_phase(std::string phase) { phase_ = std::move(phase); }
 	const std::string &phase() const { return phase_; }
 	// Whether the data endpoints are in use. Only then do their events
 	// (a peer that closes one) count as errors and their completions
 	// reach the caller: between tests either side may close them first.
-	void SetInTest(bool in_test) { in_test_ = in_test; }
+	void set_in_test(bool in_test) { in_test_ = in_test; }
 	// tb5_wait() instead of busy polling from now on.
-	void SetWait(bool wait) { settings_.wait = wait; }
+	void set_wait(bool wait) { settings_.wait = wait; }
 	// Sleep in tb5_wait() after 2 ms without a completion even when busy
 	// polling (a server between tests).
-	void SetIdleSleep(bool sleep) { idle_sleep_ = sleep; }
+	void set_idle_sleep(bool sleep) { idle_sleep_ = sleep; }
 	// Polls until every control message sent has completed, for at most
 	// @max_s seconds; false when some did not.
-	bool FlushCtl(double max_s);
+	bool flush_ctl(double max_s);
 	// The session is ending (BYE sent): the peer closing the control
 	// connection is expected from now on.
-	void SetClosing() { closing_ = true; }
+	void set_closing() { closing_ = true; }
 
 private:
 	static constexpr int kBatch = 64;
 
-	void PostCtlRecv(int slot);
-	void ThrowIfCtlGone() const;
-	void Idle();
-	void Sleep(int ms);
-	bool IsSessionEp(const tb5_endpoint *ep) const;
+	void post_ctl_recv(int slot);
+	void throw_if_ctl_gone() const;
+	void idle();
+	void sleep(int ms);
+	bool is_session_ep(const tb5_endpoint *ep) const;
 
 	Device &dev_;
 	CtlPool &pool_;
@@ -153,10 +153,10 @@ private:
 };
 
 // Throws Error(@what + the status's text) for a failed completion.
-[[noreturn]] void ThrowStatus(const std::string &what, int status);
+[[noreturn]] void throw_status(const std::string &what, int status);
 // The same, naming what @dev's link dropped (tb5_drops_describe()).
-[[noreturn]] void ThrowStatus(Device &dev, const std::string &what, int status);
+[[noreturn]] void throw_status(Device &dev, const std::string &what, int status);
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_CONN_H
+#endif // TB5_PERF_CONN_HPP

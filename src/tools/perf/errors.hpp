@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 //
-// errors.h - how tb5-perf fails. Everything below main() throws; main()
+// errors.hpp - how tb5-perf fails. Everything below main() throws; main()
 // turns the exception into a message and an exit status:
 //   Error        a test failed, the peer went away, a library call failed: 1
 //   UsageError   bad options or arguments: 2
 //   Interrupted  SIGINT/SIGTERM: 1 for a client, 0 for a server
-#ifndef TB5_PERF_ERRORS_H
-#define TB5_PERF_ERRORS_H
+#ifndef TB5_PERF_ERRORS_HPP
+#define TB5_PERF_ERRORS_HPP
 
 #include <stdexcept>
 #include <string>
@@ -34,22 +34,22 @@ public:
 
 // "<what>: <tb5_strerror(err)> (<tb5_last_error()>)". Call it on the thread
 // that made the failed call, right after it: the detail is per thread.
-std::string ApiMessage(const std::string &what, int err);
+std::string api_message(const std::string &what, int err);
 
-[[noreturn]] void ThrowApi(const std::string &what, int err);
+[[noreturn]] void throw_api(const std::string &what, int err);
 
 // Throws for a negative return value; passes counts through.
-inline int Check(int ret, const char *what)
+inline int check(int ret, const char *what)
 {
 	if (ret < 0)
-		ThrowApi(what, ret);
+		throw_api(what, ret);
 	return ret;
 }
 
 // Set by the SIGINT/SIGTERM handler (main.cc); every wait loop looks at it.
-bool StopRequested();
-void InstallStopHandlers();
+bool stop_requested();
+void install_stop_handlers();
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_ERRORS_H
+#endif // TB5_PERF_ERRORS_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// launch.h - the one-command modes, which start both sides themselves.
+// launch.hpp - the one-command modes, which start both sides themselves.
 //   --loop: finds a loop pair among the local links (two links that are
 //     each other's other end: one's peer_host is the other's local_host), runs the server in a thread on one end and the client on
 //     the other. With --sim: over the simulator's in-process loop pair, on a
@@ -10,20 +10,20 @@
 //     as a child process in slot 1, and runs the client over the mesh link
 //     sim_h1: a measurement across two processes. The child dies with us,
 //     whatever way we end.
-#ifndef TB5_PERF_LAUNCH_H
-#define TB5_PERF_LAUNCH_H
+#ifndef TB5_PERF_LAUNCH_HPP
+#define TB5_PERF_LAUNCH_HPP
 
-#include "options.h"
+#include "options.hpp"
 
 namespace tb5perf {
 
-int RunLoop(const Options &opt);
-int RunSim(const Options &opt);
+int run_loop(const Options &opt);
+int run_sim(const Options &opt);
 // --list: one line per link.
-int ListLinksCommand();
+int list_links_command();
 // --counters: the NCCL plugin's live per-link counters (table, or JSON).
-int CountersCommand(bool json);
+int counters_command(bool json);
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_LAUNCH_H
+#endif // TB5_PERF_LAUNCH_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// protocol.h - how a tb5-perf client tells a server what to run.
+// protocol.hpp - how a tb5-perf client tells a server what to run.
 //
 // A session is one control endpoint (the client's first connection) and, per
 // test, data endpoints. Control messages are fixed 192-byte CtlMsg structs
@@ -24,8 +24,8 @@
 // Every message carries magic and version; a server that does not speak the
 // client's version answers ERROR with a text. Byte order: both ends are
 // little-endian (checked at compile time).
-#ifndef TB5_PERF_PROTOCOL_H
-#define TB5_PERF_PROTOCOL_H
+#ifndef TB5_PERF_PROTOCOL_HPP
+#define TB5_PERF_PROTOCOL_HPP
 
 #include <bit>
 #include <cstdint>
@@ -94,12 +94,12 @@ enum : unsigned { kWelHost, kWelMaxOps, kWelRing, kWelSpeed, kWelBackend };
 // DONE values.
 enum : unsigned { kDoneBytes, kDoneMessages, kDoneErrors, kDoneNs, kDoneBulk };
 
-CtlMsg MakeCtl(CtlType type);
-const char *CtlTypeName(uint16_t type);
-void SetText(CtlMsg &msg, const std::string &text);
-std::string Text(const CtlMsg &msg);
+CtlMsg make_ctl(CtlType type);
+const char *ctl_type_name(uint16_t type);
+void set_text(CtlMsg &msg, const std::string &text);
+std::string text(const CtlMsg &msg);
 // Checks magic and version; throws Error when they are wrong.
-void ValidateCtl(const CtlMsg &msg);
+void validate_ctl(const CtlMsg &msg);
 
 // user_data of posted operations: what the operation is in the top byte,
 // the owner below (a pipe, a control slot) and a slot number.
@@ -110,14 +110,14 @@ enum UdKind : uint64_t {
 	kUdPing = 4,	// ping-pong: slot
 	kUdPong = 5,
 };
-constexpr uint64_t MakeUd(UdKind kind, uint32_t owner, uint32_t slot)
+constexpr uint64_t make_ud(UdKind kind, uint32_t owner, uint32_t slot)
 {
 	return (static_cast<uint64_t>(kind) << 56) |
 	       (static_cast<uint64_t>(owner & 0xffffff) << 32) | slot;
 }
-constexpr UdKind UdKindOf(uint64_t ud) { return static_cast<UdKind>(ud >> 56); }
-constexpr uint32_t UdOwner(uint64_t ud) { return (ud >> 32) & 0xffffff; }
-constexpr uint32_t UdSlot(uint64_t ud) { return static_cast<uint32_t>(ud); }
+constexpr UdKind ud_kind_of(uint64_t ud) { return static_cast<UdKind>(ud >> 56); }
+constexpr uint32_t ud_owner(uint64_t ud) { return (ud >> 32) & 0xffffff; }
+constexpr uint32_t ud_slot(uint64_t ud) { return static_cast<uint32_t>(ud); }
 
 // Endpoint contexts (events carry them in user_data).
 enum CtxKind : uint64_t {
@@ -126,13 +126,13 @@ enum CtxKind : uint64_t {
 	kCtxData = 0x13,	// owner = data endpoint index
 	kCtxPending = 0x14,	// owner = pending id
 };
-constexpr uint64_t MakeCtx(CtxKind kind, uint32_t owner)
+constexpr uint64_t make_ctx(CtxKind kind, uint32_t owner)
 {
 	return (static_cast<uint64_t>(kind) << 56) | owner;
 }
-constexpr CtxKind CtxKindOf(uint64_t ctx) { return static_cast<CtxKind>(ctx >> 56); }
-constexpr uint32_t CtxOwner(uint64_t ctx) { return static_cast<uint32_t>(ctx); }
+constexpr CtxKind ctx_kind_of(uint64_t ctx) { return static_cast<CtxKind>(ctx >> 56); }
+constexpr uint32_t ctx_owner(uint64_t ctx) { return static_cast<uint32_t>(ctx); }
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_PROTOCOL_H
+#endif // TB5_PERF_PROTOCOL_HPP

@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: MIT
 //
-// client.h - the client's side of a session: connect to a server over a
+// client.hpp - the client's side of a session: connect to a server over a
 // device, HELLO/WELCOME, open and close data endpoints, run one test at
-// one size; and RunClient(), a whole client run over a link.
-#ifndef TB5_PERF_CLIENT_H
-#define TB5_PERF_CLIENT_H
+// one size; and run_client(), a whole client run over a link.
+#ifndef TB5_PERF_CLIENT_HPP
+#define TB5_PERF_CLIENT_HPP
 
 #include <cstdint>
 #include <functional>
 #include <string>
 
-#include "conn.h"
-#include "device.h"
-#include "environment.h"
-#include "options.h"
-#include "run.h"
+#include "conn.hpp"
+#include "device.hpp"
+#include "environment.hpp"
+#include "options.hpp"
+#include "run.hpp"
 
 namespace tb5perf {
 
@@ -26,14 +26,14 @@ public:
 	// while nobody listens yet, up to the timeout), says HELLO, and
 	// registers @buffer_bytes of send and of receive buffers on both
 	// sides (ours of @memory, the server's of its own --memory).
-	void Connect(uint64_t host, uint64_t service, uint64_t buffer_bytes,
+	void connect(uint64_t host, uint64_t service, uint64_t buffer_bytes,
 		     Memory memory);
 	// @n data endpoints for the next runs.
-	void Open(uint32_t n);
-	void Close();
-	void Bye();
+	void open(uint32_t n);
+	void close();
+	void bye();
 	// One run; lat-load opens and closes its own two endpoints.
-	RunResult Run(const RunSpec &spec);
+	RunResult run(const RunSpec &spec);
 
 	const PeerInfo &peer() const { return peer_; }
 	const tb5_link_info &link() const { return link_; }
@@ -41,7 +41,7 @@ public:
 	uint32_t max_ops() const;
 
 private:
-	EndpointPtr ConnectOne(const tb5_address &addr, uint64_t context,
+	EndpointPtr connect_one(const tb5_address &addr, uint64_t context,
 			       bool retry_refused);
 
 	Device &dev_;
@@ -57,9 +57,9 @@ private:
 // A whole client run: waits for the link to be ready, connects to its
 // peer's server, runs every test of @opt and reports. @mode names how it
 // runs ("client", "loop", "sim"); @watchdog is called while waiting.
-int RunClient(const Options &opt, const std::string &link_name,
+int run_client(const Options &opt, const std::string &link_name,
 	      const std::string &mode, const std::function<void()> &watchdog);
 
 } // namespace tb5perf
 
-#endif // TB5_PERF_CLIENT_H
+#endif // TB5_PERF_CLIENT_HPP
