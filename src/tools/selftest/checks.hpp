@@ -16,18 +16,18 @@ struct Environment {
 	bool module_loaded = false;	// /sys/module/tb5 exists
 };
 
-Environment DetectEnvironment();
+Environment detect_environment();
 
 // module, abi, params, node:<n>, perms:<n>   (checks_kernel.cc)
-void RunKernelChecks(const Environment &env, const Options &opt, Report &report);
+void run_kernel_checks(const Environment &env, const Options &opt, Report &report);
 // link:<name>, roundtrip:<name>              (checks_links.cc)
-void RunLinkChecks(const Environment &env, const Options &opt, Report &report);
+void run_link_checks(const Environment &env, const Options &opt, Report &report);
 // plugin                                     (checks_plugin.cc)
-void RunPluginCheck(const Options &opt, Report &report);
+void run_plugin_check(const Options &opt, Report &report);
 // counters                                   (checks_counters.cc)
-void RunCountersCheck(Report &report);
+void run_counters_check(Report &report);
 
 // --respond                                  (respond.cc)
-int RunResponder(const Options &opt);
+int run_responder(const Options &opt);
 
 } // namespace tb5selftest

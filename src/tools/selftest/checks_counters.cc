@@ -12,19 +12,19 @@
 
 namespace tb5selftest {
 
-void RunCountersCheck(Report &report)
+void run_counters_check(Report &report)
 {
 	const tb5::live::Snapshot snap = tb5::live::ReadAll();
 	const std::string dir = tb5::live::Directory();
 
 	if (snap.invalid) {
-		report.Add(Fail("counters", std::to_string(snap.invalid) + " file(s) tb5live.* in " +
+		report.add(fail("counters", std::to_string(snap.invalid) + " file(s) tb5live.* in " +
 					    dir + " are not tb5 counter files, or are damaged",
 				"remove them; a plugin of another release may have written them"));
 		return;
 	}
 	if (!snap.publishers) {
-		report.Add(Skip("counters", "", "no NCCL job is using the plugin now" +
+		report.add(skip("counters", "", "no NCCL job is using the plugin now" +
 					(snap.stale ? " (" + std::to_string(snap.stale) +
 						      " stale file(s) of exited jobs)" : std::string())));
 		return;
@@ -40,12 +40,12 @@ void RunCountersCheck(Report &report)
 		errors += l.errors;
 	}
 	what.pop_back();
-	Result r = errors ? Fail("counters", what, "operations failed: read the job's NCCL log "
+	Result r = errors ? fail("counters", what, "operations failed: read the job's NCCL log "
 						   "(NCCL_DEBUG=WARN) for NET/TB5 lines")
-			  : Pass("counters", what);
+			  : pass("counters", what);
 	r.data["publishers"] = snap.publishers;
 	r.data["stale"] = snap.stale;
-	report.Add(std::move(r));
+	report.add(std::move(r));
 }
 
 } // namespace tb5selftest

@@ -34,30 +34,30 @@ namespace {
 // Where the module shows itself. Tests point these at a fake tree:
 // TB5_SYSFS_CLASS and TB5_DEV_DIR are libtb5's own (it opens what the
 // checks look at), TB5_SYSFS_MODULE is this tool's.
-std::string FromEnv(const char *name, const char *fallback)
+std::string from_env(const char *name, const char *fallback)
 {
 	const char *value = getenv(name);
 
 	return value && *value ? value : fallback;
 }
 
-std::string ModuleDir()
+std::string module_dir()
 {
-	return FromEnv("TB5_SYSFS_MODULE", "/sys/module/tb5");
+	return from_env("TB5_SYSFS_MODULE", "/sys/module/tb5");
 }
 
-std::string ClassDir()
+std::string class_dir()
 {
-	return FromEnv("TB5_SYSFS_CLASS", "/sys/class/tb5");
+	return from_env("TB5_SYSFS_CLASS", "/sys/class/tb5");
 }
 
-std::string DevDir()
+std::string dev_dir()
 {
-	return FromEnv("TB5_DEV_DIR", "/dev");
+	return from_env("TB5_DEV_DIR", "/dev");
 }
 
 // The first line of a sysfs file, without trailing white space.
-bool ReadLine(const std::string &path, std::string *out)
+bool read_line(const std::string &path, std::string *out)
 {
 	std::ifstream in(path);
 
@@ -68,7 +68,7 @@ bool ReadLine(const std::string &path, std::string *out)
 	return true;
 }
 
-bool ParseUnsigned(const std::string &s, unsigned long *value)
+bool parse_unsigned(const std::string &s, unsigned long *value)
 {
 	char *end = nullptr;
 
@@ -80,7 +80,7 @@ bool ParseUnsigned(const std::string &s, unsigned long *value)
 }
 
 // "0.1.0" -> {0, 1}; false when it is not a version.
-bool MajorMinor(const std::string &version, std::pair<unsigned long, unsigned long> *mm)
+bool major_minor(const std::string &version, std::pair<unsigned long, unsigned long> *mm)
 {
 	unsigned long major = 0, minor = 0;
 	char dot = 0;
@@ -93,7 +93,7 @@ bool MajorMinor(const std::string &version, std::pair<unsigned long, unsigned lo
 }
 
 // Why the kernel checks do not apply, or "" when they do.
-std::string KernelSkipReason(const Environment &env)
+std::string kernel_skip_reason(const Environment &env)
 {
 	if (env.module_loaded)
 		return "";
@@ -103,7 +103,7 @@ std::string KernelSkipReason(const Environment &env)
 }
 
 // Where modules.dep of the running kernel puts tb5.ko, or "".
-std::string InstalledModule()
+std::string installed_module()
 {
 	struct utsname uts {};
 
@@ -123,10 +123,10 @@ std::string InstalledModule()
 }
 
 // The link ends /sys/class/tb5/tb5_<n>, sorted by <n>.
-std::vector<std::pair<unsigned long, std::string>> LinkEnds()
+std::vector<std::pair<unsigned long, std::string>> link_ends()
 {
 	std::vector<std::pair<unsigned long, std::string>> ends;
-	DIR *dir = opendir(ClassDir().c_str());
+	DIR *dir = opendir(class_dir().c_str());
 
 	if (!dir)
 		return ends;
@@ -134,7 +134,7 @@ std::vector<std::pair<unsigned long, std::string>> LinkEnds()
 		const std::string name = de->d_name;
 		unsigned long n = 0;
 
-		if (name.rfind("tb5_", 0) == 0 && ParseUnsigned(name.substr(4), &n))
+		if (name.rfind("tb5_", 0) == 0 && parse_unsigned(name.substr(4), &n))
 			ends.emplace_back(n, name);
 	}
 	closedir(dir);
@@ -142,14 +142,14 @@ std::vector<std::pair<unsigned long, std::string>> LinkEnds()
 	return ends;
 }
 
-std::string UserName()
+std::string user_name()
 {
 	const struct passwd *pw = getpwuid(geteuid());
 
-	return pw ? pw->pw_name : Format("uid %u", static_cast<unsigned>(geteuid()));
+	return pw ? pw->pw_name : format("uid %u", static_cast<unsigned>(geteuid()));
 }
 
-bool ProcessInGroup(gid_t gid)
+bool process_in_group(gid_t gid)
 {
 	if (getegid() == gid)
 		return true;
@@ -161,7 +161,7 @@ bool ProcessInGroup(gid_t gid)
 	return got > 0 && std::find(groups.begin(), groups.begin() + got, gid) != groups.begin() + got;
 }
 
-bool GroupListsUser(const struct group *gr, const std::string &user)
+bool group_lists_user(const struct group *gr, const std::string &user)
 {
 	for (char **m = gr->gr_mem; m && *m; m++) {
 		if (user == *m)
@@ -170,42 +170,42 @@ bool GroupListsUser(const struct group *gr, const std::string &user)
 	return false;
 }
 
-std::string GroupName(gid_t gid)
+std::string group_name(gid_t gid)
 {
 	const struct group *gr = getgrgid(gid);
 
-	return gr ? gr->gr_name : Format("%u", static_cast<unsigned>(gid));
+	return gr ? gr->gr_name : format("%u", static_cast<unsigned>(gid));
 }
 
-std::string OwnerName(uid_t uid)
+std::string owner_name(uid_t uid)
 {
 	const struct passwd *pw = getpwuid(uid);
 
-	return pw ? pw->pw_name : Format("%u", static_cast<unsigned>(uid));
+	return pw ? pw->pw_name : format("%u", static_cast<unsigned>(uid));
 }
 
 const char kUdevHint[] =
 	"install tb5-dkms (its udev rule gives the nodes group tb5, mode 0660), "
 	"then: udevadm control --reload && udevadm trigger --subsystem-match=tb5";
 
-void CheckModule(const Environment &env, Report &report)
+void check_module(const Environment &env, Report &report)
 {
 	if (!env.module_loaded) {
 		if (!env.sim.empty()) {
-			report.Add(Skip("module", "", KernelSkipReason(env)));
+			report.add(skip("module", "", kernel_skip_reason(env)));
 			return;
 		}
 		struct utsname uts {};
 		uname(&uts);
-		const std::string installed = InstalledModule();
+		const std::string installed = installed_module();
 		if (!installed.empty())
-			report.Add(Fail("module", "tb5 is not loaded (" + installed + " is installed)",
+			report.add(fail("module", "tb5 is not loaded (" + installed + " is installed)",
 					"modprobe tb5 (add loopback=1 for a loop pair without a cable)"));
 		else
-			report.Add(Fail("module",
-					Format("tb5 is not loaded, and no tb5.ko is installed for kernel %s",
+			report.add(fail("module",
+					format("tb5 is not loaded, and no tb5.ko is installed for kernel %s",
 					       uts.release),
-					Format("install tb5-dkms (DKMS builds tb5.ko for every installed kernel; "
+					format("install tb5-dkms (DKMS builds tb5.ko for every installed kernel; "
 					       "it needs the headers: linux-headers-%s), then modprobe tb5",
 					       uts.release)));
 		return;
@@ -215,48 +215,48 @@ void CheckModule(const Environment &env, Report &report)
 	std::string state;
 	std::string version;
 
-	if (ReadLine(ModuleDir() + "/initstate", &state) && state != "live") {
-		report.Add(Fail("module", "tb5 is loaded but " + state + " (not live)",
+	if (read_line(module_dir() + "/initstate", &state) && state != "live") {
+		report.add(fail("module", "tb5 is loaded but " + state + " (not live)",
 				"wait for modprobe/rmmod to finish; see dmesg | grep tb5"));
 		return;
 	}
-	if (!ReadLine(ModuleDir() + "/version", &version)) {
-		report.Add(Pass("module", "tb5 loaded (it reports no version; libtb5 " + lib + ")"));
+	if (!read_line(module_dir() + "/version", &version)) {
+		report.add(pass("module", "tb5 loaded (it reports no version; libtb5 " + lib + ")"));
 		return;
 	}
 	Result r;
 	std::pair<unsigned long, unsigned long> mod_mm, lib_mm;
 	if (version == lib) {
-		r = Pass("module", "tb5 " + version + " loaded, the same release as libtb5");
-	} else if (MajorMinor(version, &mod_mm) && MajorMinor(lib, &lib_mm) && mod_mm == lib_mm) {
-		r = Pass("module", "tb5 " + version + " loaded; libtb5 is " + lib +
+		r = pass("module", "tb5 " + version + " loaded, the same release as libtb5");
+	} else if (major_minor(version, &mod_mm) && major_minor(lib, &lib_mm) && mod_mm == lib_mm) {
+		r = pass("module", "tb5 " + version + " loaded; libtb5 is " + lib +
 			 " (same major.minor, patch levels differ)");
 	} else {
-		r = Fail("module", "tb5 " + version + " loaded but libtb5 is " + lib,
+		r = fail("module", "tb5 " + version + " loaded but libtb5 is " + lib,
 			 "install tb5-dkms and libtb5 of one release; if they are, the old module is "
 			 "still loaded: modprobe -r tb5 && modprobe tb5");
 	}
 	r.data["module_version"] = version;
 	r.data["library_version"] = lib;
-	report.Add(std::move(r));
+	report.add(std::move(r));
 }
 
-void CheckAbi(const Environment &env, Report &report)
+void check_abi(const Environment &env, Report &report)
 {
-	const std::string skip = KernelSkipReason(env);
+	const std::string why_skip = kernel_skip_reason(env);
 
-	if (!skip.empty()) {
-		report.Add(Skip("abi", "", skip));
+	if (!why_skip.empty()) {
+		report.add(skip("abi", "", why_skip));
 		return;
 	}
 	if (!env.sim.empty()) {
-		report.Add(Skip("abi", "", "TB5_SIM=" + env.sim +
+		report.add(skip("abi", "", "TB5_SIM=" + env.sim +
 				" makes libtb5 open simulator links only; unset TB5_SIM to check the module's ABI"));
 		return;
 	}
-	const auto ends = LinkEnds();
+	const auto ends = link_ends();
 	if (ends.empty()) {
-		report.Add(Skip("abi", "", "no /dev/tb5_* to open: no cable and no loop pair"));
+		report.add(skip("abi", "", "no /dev/tb5_* to open: no cable and no loop pair"));
 		return;
 	}
 	std::string denied;
@@ -266,12 +266,12 @@ void CheckAbi(const Environment &env, Report &report)
 
 		if (!err) {
 			tb5_close(dev);
-			report.Add(Pass("abi", "libtb5 " + std::string(tb5_version()) + " opened " + name +
+			report.add(pass("abi", "libtb5 " + std::string(tb5_version()) + " opened " + name +
 					": the module speaks its ABI"));
 			return;
 		}
 		if (err == -EPROTO) {
-			report.Add(Fail("abi", std::string("ABI mismatch opening ") + name + ": " +
+			report.add(fail("abi", std::string("ABI mismatch opening ") + name + ": " +
 					tb5_last_error(),
 					"install tb5-dkms and libtb5 of one release, then reload the module "
 					"(modprobe -r tb5 && modprobe tb5)"));
@@ -281,152 +281,152 @@ void CheckAbi(const Environment &env, Report &report)
 			denied = name;
 			continue;
 		}
-		report.Add(Fail("abi", "tb5_open(" + name + "): " + tb5_strerror(err) + ": " +
+		report.add(fail("abi", "tb5_open(" + name + "): " + tb5_strerror(err) + ": " +
 				tb5_last_error(),
 				err == -ENOTTY ? "the node is not the tb5 module's device: see node:" + name
 					       : std::string("see dmesg | grep tb5")));
 		return;
 	}
-	report.Add(Skip("abi", "", "could not open any /dev/tb5_*: permission denied (see node:" + denied + ")"));
+	report.add(skip("abi", "", "could not open any /dev/tb5_*: permission denied (see node:" + denied + ")"));
 }
 
-void CheckParams(const Environment &env, Report &report)
+void check_params(const Environment &env, Report &report)
 {
-	const std::string skip = KernelSkipReason(env);
-	const std::string dir = ModuleDir() + "/parameters/";
+	const std::string why_skip = kernel_skip_reason(env);
+	const std::string dir = module_dir() + "/parameters/";
 	const char not_ours[] = "this tb5 module is not the one of tb5-dkms; install tb5-dkms and reload it";
 
-	if (!skip.empty()) {
-		report.Add(Skip("params", "", skip));
+	if (!why_skip.empty()) {
+		report.add(skip("params", "", why_skip));
 		return;
 	}
 	std::string ring_s, loop_s;
 	unsigned long ring = 0, loop = 0;
-	if (!ReadLine(dir + "ring_size", &ring_s) || !ReadLine(dir + "loopback", &loop_s)) {
-		report.Add(Fail("params", "no ring_size or loopback in " + dir, not_ours));
+	if (!read_line(dir + "ring_size", &ring_s) || !read_line(dir + "loopback", &loop_s)) {
+		report.add(fail("params", "no ring_size or loopback in " + dir, not_ours));
 		return;
 	}
-	if (!ParseUnsigned(ring_s, &ring) || ring < 64 || ring > 16384 || (ring & (ring - 1))) {
-		report.Add(Fail("params", "ring_size=" + ring_s + " is not a power of two in 64..16384",
+	if (!parse_unsigned(ring_s, &ring) || ring < 64 || ring > 16384 || (ring & (ring - 1))) {
+		report.add(fail("params", "ring_size=" + ring_s + " is not a power of two in 64..16384",
 				not_ours));
 		return;
 	}
-	if (!ParseUnsigned(loop_s, &loop) || loop > 16) {
-		report.Add(Fail("params", "loopback=" + loop_s + " is not in 0..16", not_ours));
+	if (!parse_unsigned(loop_s, &loop) || loop > 16) {
+		report.add(fail("params", "loopback=" + loop_s + " is not in 0..16", not_ours));
 		return;
 	}
-	Result r = Pass("params", Format("ring_size=%lu loopback=%lu", ring, loop));
+	Result r = pass("params", format("ring_size=%lu loopback=%lu", ring, loop));
 	r.data["ring_size"] = ring;
 	r.data["loopback"] = loop;
-	report.Add(std::move(r));
+	report.add(std::move(r));
 }
 
 // What to do when the caller may not open a node.
-std::string AccessHint(const struct stat &st, const struct group *tb5)
+std::string access_hint(const struct stat &st, const struct group *tb5)
 {
-	const std::string user = UserName();
+	const std::string user = user_name();
 
 	if (!tb5)
 		return "no group tb5 exists: " + std::string(kUdevHint);
 	if (st.st_gid != tb5->gr_gid)
 		return "the node is not group tb5 (see the perms check): " + std::string(kUdevHint);
-	if (GroupListsUser(tb5, user) && !ProcessInGroup(tb5->gr_gid))
+	if (group_lists_user(tb5, user) && !process_in_group(tb5->gr_gid))
 		return user + " is in group tb5 but this session is not: log in again (or run newgrp tb5)";
 	return "add yourself to group tb5: sudo usermod -aG tb5 " + user + ", then log in again";
 }
 
-void CheckNode(const std::string &name, const struct group *tb5, Report &report)
+void check_node(const std::string &name, const struct group *tb5, Report &report)
 {
-	const std::string path = DevDir() + "/" + name;
+	const std::string path = dev_dir() + "/" + name;
 	const std::string check = "node:" + name;
-	const std::string sys_dev = ClassDir() + "/" + name + "/dev";
+	const std::string sys_dev = class_dir() + "/" + name + "/dev";
 	std::string want;
 	unsigned maj = 0, min = 0;
 	struct stat st {};
 
-	if (!ReadLine(sys_dev, &want) || sscanf(want.c_str(), "%u:%u", &maj, &min) != 2) {
-		report.Add(Fail(check, "cannot read " + sys_dev, "see dmesg | grep tb5"));
+	if (!read_line(sys_dev, &want) || sscanf(want.c_str(), "%u:%u", &maj, &min) != 2) {
+		report.add(fail(check, "cannot read " + sys_dev, "see dmesg | grep tb5"));
 		return;
 	}
 	if (stat(path.c_str(), &st)) {
 		const int err = errno;
-		report.Add(Fail(check, path + ": " + strerror(err),
+		report.add(fail(check, path + ": " + strerror(err),
 				err == ENOENT ? "udev did not create it: check that systemd-udevd runs, then "
 						"udevadm trigger --subsystem-match=tb5"
 					      : ""));
 		return;
 	}
 	if (!S_ISCHR(st.st_mode)) {
-		report.Add(Fail(check, path + " is not a character device",
+		report.add(fail(check, path + " is not a character device",
 				"remove it and run udevadm trigger --subsystem-match=tb5"));
 		return;
 	}
 	if (major(st.st_rdev) != maj || minor(st.st_rdev) != min) {
-		report.Add(Fail(check, Format("%s is %u:%u but the module's %s is %u:%u", path.c_str(),
+		report.add(fail(check, format("%s is %u:%u but the module's %s is %u:%u", path.c_str(),
 					      major(st.st_rdev), minor(st.st_rdev), name.c_str(), maj, min),
 				"a stale node: remove it and run udevadm trigger --subsystem-match=tb5"));
 		return;
 	}
-	const std::string what = Format("%s char %u:%u, %s:%s %04o", path.c_str(), maj, min,
-					OwnerName(st.st_uid).c_str(), GroupName(st.st_gid).c_str(),
+	const std::string what = format("%s char %u:%u, %s:%s %04o", path.c_str(), maj, min,
+					owner_name(st.st_uid).c_str(), group_name(st.st_gid).c_str(),
 					static_cast<unsigned>(st.st_mode & 07777));
 	const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		const int err = errno;
-		report.Add(Fail(check, what + "; " + UserName() + " cannot open it read-write: " + strerror(err),
-				err == EACCES || err == EPERM ? AccessHint(st, tb5) : "see dmesg | grep tb5"));
+		report.add(fail(check, what + "; " + user_name() + " cannot open it read-write: " + strerror(err),
+				err == EACCES || err == EPERM ? access_hint(st, tb5) : "see dmesg | grep tb5"));
 		return;
 	}
 	close(fd);
-	report.Add(Pass(check, what + ", opens read-write"));
+	report.add(pass(check, what + ", opens read-write"));
 }
 
-void CheckPerms(const std::string &name, const struct group *tb5, Report &report)
+void check_perms(const std::string &name, const struct group *tb5, Report &report)
 {
-	const std::string path = DevDir() + "/" + name;
+	const std::string path = dev_dir() + "/" + name;
 	const std::string check = "perms:" + name;
 	struct stat st {};
 
 	if (stat(path.c_str(), &st)) {
-		report.Add(Skip(check, "", path + " missing (see node:" + name + ")"));
+		report.add(skip(check, "", path + " missing (see node:" + name + ")"));
 		return;
 	}
 	const unsigned mode = st.st_mode & 07777;
-	const std::string what = Format("%s:%s %04o", OwnerName(st.st_uid).c_str(),
-					GroupName(st.st_gid).c_str(), mode);
+	const std::string what = format("%s:%s %04o", owner_name(st.st_uid).c_str(),
+					group_name(st.st_gid).c_str(), mode);
 	if (mode & 0007) {
-		report.Add(Fail(check, what + ": every user of this host can use the link", kUdevHint));
+		report.add(fail(check, what + ": every user of this host can use the link", kUdevHint));
 		return;
 	}
 	if (!tb5) {
-		report.Add(Skip(check, what + ", not world-accessible",
+		report.add(skip(check, what + ", not world-accessible",
 				"no group tb5: udev rules of tb5-dkms not installed"));
 		return;
 	}
 	if (st.st_gid != tb5->gr_gid || (mode & 0777) != 0660) {
-		report.Add(Fail(check, what + ", expected group tb5 mode 0660", kUdevHint));
+		report.add(fail(check, what + ", expected group tb5 mode 0660", kUdevHint));
 		return;
 	}
-	report.Add(Pass(check, what + ", not world-accessible"));
+	report.add(pass(check, what + ", not world-accessible"));
 }
 
-void CheckNodes(const Environment &env, Report &report)
+void check_nodes(const Environment &env, Report &report)
 {
-	const std::string skip = KernelSkipReason(env);
+	const std::string why_skip = kernel_skip_reason(env);
 
-	if (!skip.empty()) {
-		report.Add(Skip("nodes", "", skip));
+	if (!why_skip.empty()) {
+		report.add(skip("nodes", "", why_skip));
 		return;
 	}
 	struct stat st {};
-	if (stat(ClassDir().c_str(), &st)) {
-		report.Add(Fail("nodes", "module loaded but " + ClassDir() + " is missing",
+	if (stat(class_dir().c_str(), &st)) {
+		report.add(fail("nodes", "module loaded but " + class_dir() + " is missing",
 				"reload it: modprobe -r tb5 && modprobe tb5; see dmesg | grep tb5"));
 		return;
 	}
-	const auto ends = LinkEnds();
+	const auto ends = link_ends();
 	if (ends.empty()) {
-		report.Add(Skip("nodes", "", "no link ends: no cable and no loop pair "
+		report.add(skip("nodes", "", "no link ends: no cable and no loop pair "
 				"(modprobe tb5 loopback=1 makes one)"));
 		return;
 	}
@@ -445,30 +445,30 @@ void CheckNodes(const Environment &env, Report &report)
 		tb5.gr_mem = member_ptrs.data();
 	}
 	for (const auto &[index, name] : ends) {
-		CheckNode(name, gr ? &tb5 : nullptr, report);
-		CheckPerms(name, gr ? &tb5 : nullptr, report);
+		check_node(name, gr ? &tb5 : nullptr, report);
+		check_perms(name, gr ? &tb5 : nullptr, report);
 	}
 }
 
 } // namespace
 
-Environment DetectEnvironment()
+Environment detect_environment()
 {
 	Environment env;
 	struct stat st {};
 
-	env.sim = SimulatorEnv();
-	env.module_loaded = !stat(ModuleDir().c_str(), &st) && S_ISDIR(st.st_mode);
+	env.sim = simulator_env();
+	env.module_loaded = !stat(module_dir().c_str(), &st) && S_ISDIR(st.st_mode);
 	return env;
 }
 
-void RunKernelChecks(const Environment &env, const Options &opt, Report &report)
+void run_kernel_checks(const Environment &env, const Options &opt, Report &report)
 {
 	(void)opt;
-	CheckModule(env, report);
-	CheckAbi(env, report);
-	CheckParams(env, report);
-	CheckNodes(env, report);
+	check_module(env, report);
+	check_abi(env, report);
+	check_params(env, report);
+	check_nodes(env, report);
 }
 
 } // namespace tb5selftest

@@ -30,7 +30,7 @@ namespace {
 constexpr auto kSettle = std::chrono::seconds(2);
 
 // The other local link that is @link's peer (a loop pair), or nullptr.
-const tb5_link_info *LocalPeer(const std::vector<tb5_link_info> &links, const tb5_link_info &link)
+const tb5_link_info *local_peer(const std::vector<tb5_link_info> &links, const tb5_link_info &link)
 {
 	if (link.state != TB5_LINK_STATE_READY || !link.peer_host)
 		return nullptr;
@@ -41,7 +41,7 @@ const tb5_link_info *LocalPeer(const std::vector<tb5_link_info> &links, const tb
 	return nullptr;
 }
 
-bool Selected(const Options &opt, const tb5_link_info &link)
+bool selected(const Options &opt, const tb5_link_info &link)
 {
 	return opt.link.empty() || opt.link == link.name;
 }
@@ -49,18 +49,18 @@ bool Selected(const Options &opt, const tb5_link_info &link)
 // Gives links that are up (rings running, peer not heard yet) a moment to
 // become ready: a peer that was just plugged in or started. Opening the link
 // and polling it lets the simulator's transport run.
-void Settle(std::vector<tb5_link_info> *links, const Options &opt)
+void settle(std::vector<tb5_link_info> *links, const Options &opt)
 {
 	bool any = false;
 
 	for (const tb5_link_info &l : *links)
-		any |= l.state == TB5_LINK_STATE_UP && Selected(opt, l);
+		any |= l.state == TB5_LINK_STATE_UP && selected(opt, l);
 	if (!any)
 		return;
 	std::vector<tb5_device *> devs;
 	for (const tb5_link_info &l : *links) {
 		tb5_device *dev = nullptr;
-		if (l.state == TB5_LINK_STATE_UP && Selected(opt, l) && !tb5_open(l.name, &dev))
+		if (l.state == TB5_LINK_STATE_UP && selected(opt, l) && !tb5_open(l.name, &dev))
 			devs.push_back(dev);
 	}
 	const auto deadline = Clock::now() + kSettle;
@@ -83,14 +83,14 @@ void Settle(std::vector<tb5_link_info> *links, const Options &opt)
 		*links = std::move(again);
 }
 
-nlohmann::ordered_json LinkJson(const tb5_link_info &l)
+nlohmann::ordered_json link_json(const tb5_link_info &l)
 {
 	nlohmann::ordered_json j;
 
 	j["state"] = tb5_link_state_str(l.state);
 	j["backend"] = tb5_backend_str(l.backend);
-	j["local_host"] = Hex(l.local_host);
-	j["peer_host"] = Hex(l.peer_host);
+	j["local_host"] = hex(l.local_host);
+	j["peer_host"] = hex(l.peer_host);
 	j["ring_size"] = l.ring_size;
 	j["max_frame"] = l.max_frame;
 	j["speed_mbps"] = l.speed_mbps;
@@ -99,7 +99,7 @@ nlohmann::ordered_json LinkJson(const tb5_link_info &l)
 	return j;
 }
 
-Result CheckLink(const std::vector<tb5_link_info> &links, const tb5_link_info &l)
+Result check_link(const std::vector<tb5_link_info> &links, const tb5_link_info &l)
 {
 	const std::string name = std::string("link:") + l.name;
 	const bool sim = l.backend == TB5_BACKEND_SIM;
@@ -107,40 +107,40 @@ Result CheckLink(const std::vector<tb5_link_info> &links, const tb5_link_info &l
 
 	switch (l.state) {
 	case TB5_LINK_STATE_READY: {
-		const tb5_link_info *local = LocalPeer(links, l);
-		std::string what = "ready, peer host " + Hex(l.peer_host);
+		const tb5_link_info *local = local_peer(links, l);
+		std::string what = "ready, peer host " + hex(l.peer_host);
 		if (local)
 			what += std::string(" (loop pair with ") + local->name + ")";
 		else
 			what += sim ? " (a simulated host)" : " (over the cable)";
-		what += Format(", ring %u x %u B frames, ", l.ring_size, l.max_frame);
-		what += l.speed_mbps ? Format("%u Mbps", l.speed_mbps) : std::string("speed not limited");
-		r = Pass(name, what);
+		what += format(", ring %u x %u B frames, ", l.ring_size, l.max_frame);
+		what += l.speed_mbps ? format("%u Mbps", l.speed_mbps) : std::string("speed not limited");
+		r = pass(name, what);
 		break;
 	}
 	case TB5_LINK_STATE_UP:
-		r = Skip(name, "up, host " + Hex(l.local_host),
+		r = skip(name, "up, host " + hex(l.local_host),
 			 sim ? "the peer has not answered (no process in its host slot?)"
 			     : "peer has not answered (is tb5 loaded on the peer?)");
 		break;
 	case TB5_LINK_STATE_DOWN:
 		if (sim)
-			r = Skip(name, "down", "no process in the peer's host slot of the simulated fabric");
+			r = skip(name, "down", "no process in the peer's host slot of the simulated fabric");
 		else if (l.caps & TB5_CAP_LOOP)
-			r = Skip(name, "down", std::string("loop pair unplugged: echo 1 > /sys/class/tb5/") +
+			r = skip(name, "down", std::string("loop pair unplugged: echo 1 > /sys/class/tb5/") +
 				 l.name + "/plugged");
 		else
-			r = Skip(name, "down", "no cable or peer down");
+			r = skip(name, "down", "no cable or peer down");
 		break;
 	default:
-		r = Fail(name, Format("unknown state %u", l.state), "libtb5 and tb5-selftest of one release");
+		r = fail(name, format("unknown state %u", l.state), "libtb5 and tb5-selftest of one release");
 		break;
 	}
-	r.data = LinkJson(l);
+	r.data = link_json(l);
 	return r;
 }
 
-void AddRoundTripFigures(Result &r, const ClientResult &c)
+void add_round_trip_figures(Result &r, const ClientResult &c)
 {
 	nlohmann::ordered_json rtt = nlohmann::ordered_json::object();
 
@@ -152,12 +152,12 @@ void AddRoundTripFigures(Result &r, const ClientResult &c)
 	r.log.insert(r.log.end(), c.log.begin(), c.log.end());
 }
 
-std::string Summary(const ClientResult &c)
+std::string summary(const ClientResult &c)
 {
-	std::string s = Format("%llu messages (", static_cast<unsigned long long>(c.messages));
+	std::string s = format("%llu messages (", static_cast<unsigned long long>(c.messages));
 	for (size_t i = 0; i < c.rtt_us.size(); i++)
-		s += (i ? ", " : "") + Bytes(c.rtt_us[i].first);
-	s += Format(") echoed and verified, %llu bytes each way",
+		s += (i ? ", " : "") + bytes(c.rtt_us[i].first);
+	s += format(") echoed and verified, %llu bytes each way",
 		    static_cast<unsigned long long>(c.bytes));
 	// The round trip of the smallest non-empty and of the largest message.
 	const std::pair<uint64_t, double> *small = nullptr, *large = nullptr;
@@ -168,9 +168,9 @@ std::string Summary(const ClientResult &c)
 			large = &p;
 	}
 	if (small)
-		s += Format("; rtt %s %.0f us", Bytes(small->first).c_str(), small->second);
+		s += format("; rtt %s %.0f us", bytes(small->first).c_str(), small->second);
 	if (large && large != small && large->second > 0)
-		s += Format(", %s %.0f us (%.2f GB/s)", Bytes(large->first).c_str(), large->second,
+		s += format(", %s %.0f us (%.2f GB/s)", bytes(large->first).c_str(), large->second,
 			    2.0 * static_cast<double>(large->first) / large->second / 1000.0);
 	return s;
 }
@@ -178,7 +178,7 @@ std::string Summary(const ClientResult &c)
 const char kFailHint[] = "run again with --verbose; see dmesg | grep tb5 (on both hosts)";
 
 // Both ends on this host: an echo server on @b in a thread, the client on @a.
-Result LoopPair(const tb5_link_info &a, const tb5_link_info &b, const Options &opt)
+Result loop_pair(const tb5_link_info &a, const tb5_link_info &b, const Options &opt)
 {
 	const std::string name = std::string("roundtrip:") + a.name + "<->" + b.name;
 	const auto timeout = std::chrono::milliseconds(opt.timeout_ms());
@@ -198,34 +198,34 @@ Result LoopPair(const tb5_link_info &a, const tb5_link_info &b, const Options &o
 		const uint64_t service = kLoopServiceBase |
 			((static_cast<uint64_t>(getpid()) + attempt * 7919) & 0xffff);
 		server = std::make_unique<EchoServer>(b.name, service, on_end);
-		const int e = server->Open(&error);
+		const int e = server->open(&error);
 		if (!e)
 			break;
 		if (e != -EADDRINUSE || attempt == 7)
-			return Fail(name, b.name + std::string(": ") + error, kFailHint);
+			return fail(name, b.name + std::string(": ") + error, kFailHint);
 	}
 	tb5_address addr {};
-	int err = server->Address(&addr);
+	int err = server->address(&addr);
 	if (err)
-		return Fail(name, std::string("tb5_endpoint_address: ") + tb5_strerror(err), kFailHint);
+		return fail(name, std::string("tb5_endpoint_address: ") + tb5_strerror(err), kFailHint);
 	if (addr.host != b.local_host || addr.cookie != 0)
-		return Fail(name, Format("the well-known listener on %s has address host %s cookie %s; "
-					 "expected host %s cookie 0", b.name, Hex(addr.host).c_str(),
-					 Hex(addr.cookie).c_str(), Hex(b.local_host).c_str()),
+		return fail(name, format("the well-known listener on %s has address host %s cookie %s; "
+					 "expected host %s cookie 0", b.name, hex(addr.host).c_str(),
+					 hex(addr.cookie).c_str(), hex(b.local_host).c_str()),
 			    kFailHint);
 
 	std::atomic<bool> stop {false};
 	std::atomic<int> serve_error {0};
 	std::thread thread([&] {
 		while (!stop.load()) {
-			const int e = server->Serve(20);
+			const int e = server->serve(20);
 			if (e) {
 				serve_error = e;
 				return;
 			}
 		}
 	});
-	const ClientResult c = RunClient(a.name, addr, RoundTripSizes(), timeout);
+	const ClientResult c = run_client(a.name, addr, round_trip_sizes(), timeout);
 	ConnectionReport seen;
 	bool closed = false;
 	if (c.outcome == ClientResult::kOk) {
@@ -240,65 +240,65 @@ Result LoopPair(const tb5_link_info &a, const tb5_link_info &b, const Options &o
 
 	Result r;
 	if (c.outcome != ClientResult::kOk)
-		r = Fail(name, c.error, kFailHint);
+		r = fail(name, c.error, kFailHint);
 	else if (serve_error.load())
-		r = Fail(name, std::string(b.name) + ": tb5_poll: " + tb5_strerror(serve_error.load()), kFailHint);
+		r = fail(name, std::string(b.name) + ": tb5_poll: " + tb5_strerror(serve_error.load()), kFailHint);
 	else if (!closed)
-		r = Fail(name, Format("%s did not see the connection closed within %.1f s", b.name,
+		r = fail(name, format("%s did not see the connection closed within %.1f s", b.name,
 				      opt.timeout_s), kFailHint);
 	else if (seen.mismatches || !seen.error.empty() || seen.messages != c.messages)
-		r = Fail(name, Format("%s received %llu messages, %llu not as sent%s%s", b.name,
+		r = fail(name, format("%s received %llu messages, %llu not as sent%s%s", b.name,
 				      static_cast<unsigned long long>(seen.messages),
 				      static_cast<unsigned long long>(seen.mismatches),
 				      seen.error.empty() ? "" : ": ", seen.error.c_str()),
 			 kFailHint);
 	else
-		r = Pass(name, Summary(c));
-	AddRoundTripFigures(r, c);
+		r = pass(name, summary(c));
+	add_round_trip_figures(r, c);
 	r.data["link"] = a.name;
 	r.data["peer_link"] = b.name;
 	return r;
 }
 
 // A peer on another host (or simulated host): its responder echoes.
-Result Remote(const tb5_link_info &l, const Options &opt)
+Result remote(const tb5_link_info &l, const Options &opt)
 {
 	const std::string name = std::string("roundtrip:") + l.name;
 	const tb5_address addr = {l.peer_host, kResponderService, 0};
-	const ClientResult c = RunClient(l.name, addr, RoundTripSizes(),
+	const ClientResult c = run_client(l.name, addr, round_trip_sizes(),
 					 std::chrono::milliseconds(opt.timeout_ms()));
 	Result r;
 
 	if (c.outcome == ClientResult::kRefused)
-		r = Skip(name, "peer host " + Hex(l.peer_host),
+		r = skip(name, "peer host " + hex(l.peer_host),
 			 "the peer runs no responder: run `tb5-selftest --respond` there");
 	else if (c.outcome == ClientResult::kFailed)
-		r = Fail(name, "peer host " + Hex(l.peer_host) + ": " + c.error, kFailHint);
+		r = fail(name, "peer host " + hex(l.peer_host) + ": " + c.error, kFailHint);
 	else
-		r = Pass(name, "peer host " + Hex(l.peer_host) + ": " + Summary(c));
-	AddRoundTripFigures(r, c);
+		r = pass(name, "peer host " + hex(l.peer_host) + ": " + summary(c));
+	add_round_trip_figures(r, c);
 	r.data["link"] = l.name;
-	r.data["peer_host"] = Hex(l.peer_host);
+	r.data["peer_host"] = hex(l.peer_host);
 	return r;
 }
 
 } // namespace
 
-void RunLinkChecks(const Environment &env, const Options &opt, Report &report)
+void run_link_checks(const Environment &env, const Options &opt, Report &report)
 {
 	if (env.sim.empty() && !env.module_loaded) {
-		report.Add(Skip("links", "", "module not loaded"));
+		report.add(skip("links", "", "module not loaded"));
 		return;
 	}
 	std::vector<tb5_link_info> links;
 	if (const int err = tb5::tools::list_links(&links)) {
-		report.Add(Fail("links", std::string("tb5_list_links: ") + tb5_strerror(err) + ": " +
+		report.add(fail("links", std::string("tb5_list_links: ") + tb5_strerror(err) + ": " +
 				tb5_last_error(), env.sim.empty() ? "see dmesg | grep tb5"
 								  : "check TB5_SIM (see docs/simulator.md)"));
 		return;
 	}
 	if (links.empty()) {
-		report.Add(Skip("links", "", env.sim.empty()
+		report.add(skip("links", "", env.sim.empty()
 				? "no loop pairs and no cables: `modprobe tb5 loopback=1` makes a loop pair"
 				: "the simulator lists no links (TB5_SIM=" + env.sim + ")"));
 		return;
@@ -308,23 +308,23 @@ void RunLinkChecks(const Environment &env, const Options &opt, Report &report)
 		std::string names;
 		for (const tb5_link_info &l : links)
 			names += (names.empty() ? "" : ", ") + std::string(l.name);
-		report.Add(Fail("link:" + opt.link, "no such link; the links are: " + names,
+		report.add(fail("link:" + opt.link, "no such link; the links are: " + names,
 				"name one of them with --link"));
 		return;
 	}
-	Settle(&links, opt);
+	settle(&links, opt);
 
 	for (const tb5_link_info &l : links) {
-		if (Selected(opt, l))
-			report.Add(CheckLink(links, l));
+		if (selected(opt, l))
+			report.add(check_link(links, l));
 	}
 
 	std::set<std::string> done;
 	bool any = false;
 	for (const tb5_link_info &l : links) {
-		const tb5_link_info *peer = LocalPeer(links, l);
+		const tb5_link_info *peer = local_peer(links, l);
 
-		if (!Selected(opt, l) && !(peer && Selected(opt, *peer)))
+		if (!selected(opt, l) && !(peer && selected(opt, *peer)))
 			continue;
 		if (l.state != TB5_LINK_STATE_READY || done.count(l.name))
 			continue;
@@ -332,13 +332,13 @@ void RunLinkChecks(const Environment &env, const Options &opt, Report &report)
 		done.insert(l.name);
 		if (peer) {
 			done.insert(peer->name);
-			report.Add(LoopPair(l, *peer, opt));
+			report.add(loop_pair(l, *peer, opt));
 		} else {
-			report.Add(Remote(l, opt));
+			report.add(remote(l, opt));
 		}
 	}
 	if (!any)
-		report.Add(Skip("roundtrip", "", "no link is ready"));
+		report.add(skip("roundtrip", "", "no link is ready"));
 }
 
 } // namespace tb5selftest

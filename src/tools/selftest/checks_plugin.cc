@@ -26,7 +26,7 @@ const char kDefaultPlugin[] = "libnccl-net-tb5.so";
 std::mutex log_mu;
 std::vector<std::string> log_lines;
 
-const char *LevelName(int level)
+const char *level_name(int level)
 {
 	switch (level) {
 	case 1:
@@ -44,7 +44,7 @@ const char *LevelName(int level)
 }
 
 __attribute__((format(printf, 5, 6)))
-void CollectLog(ncclDebugLogLevel level, unsigned long flags, const char *file, int line, const char *fmt, ...)
+void collect_log(ncclDebugLogLevel level, unsigned long flags, const char *file, int line, const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
@@ -54,10 +54,10 @@ void CollectLog(ncclDebugLogLevel level, unsigned long flags, const char *file, 
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	std::lock_guard<std::mutex> lock(log_mu);
-	log_lines.push_back(Format("%s %s:%d %s", LevelName(level), file ? file : "?", line, buf));
+	log_lines.push_back(format("%s %s:%d %s", level_name(level), file ? file : "?", line, buf));
 }
 
-ncclResult_t NoProfiler(void **handle, int type, void *parent, int64_t plugin_id, void *data)
+ncclResult_t no_profiler(void **handle, int type, void *parent, int64_t plugin_id, void *data)
 {
 	(void)type;
 	(void)parent;
@@ -68,7 +68,7 @@ ncclResult_t NoProfiler(void **handle, int type, void *parent, int64_t plugin_id
 	return ncclSuccess;
 }
 
-std::string LogTail(size_t max)
+std::string log_tail(size_t max)
 {
 	std::lock_guard<std::mutex> lock(log_mu);
 	std::string s;
@@ -81,7 +81,7 @@ std::string LogTail(size_t max)
 
 } // namespace
 
-void RunPluginCheck(const Options &opt, Report &report)
+void run_plugin_check(const Options &opt, Report &report)
 {
 	const std::string path = opt.plugin.empty() ? kDefaultPlugin : opt.plugin;
 
@@ -91,9 +91,9 @@ void RunPluginCheck(const Options &opt, Report &report)
 		const char *e = dlerror();
 		const std::string why = e ? e : "unknown error";
 		if (opt.plugin.empty() && why.find("No such file") != std::string::npos)
-			report.Add(Skip("plugin", "", "NCCL plugin not installed (tb5-nccl-plugin)"));
+			report.add(skip("plugin", "", "NCCL plugin not installed (tb5-nccl-plugin)"));
 		else
-			report.Add(Fail("plugin", "cannot load " + path + ": " + why,
+			report.add(fail("plugin", "cannot load " + path + ": " + why,
 					"install tb5-nccl-plugin of the same release as libtb5"));
 		return;
 	}
@@ -102,7 +102,7 @@ void RunPluginCheck(const Options &opt, Report &report)
 	void *sym = nullptr;
 	std::string exported;
 	for (int v = 12; v >= 7; v--) {
-		void *s = dlsym(handle, Format("ncclNetPlugin_v%d", v).c_str());
+		void *s = dlsym(handle, format("ncclNetPlugin_v%d", v).c_str());
 		if (!s)
 			continue;
 		exported += (exported.empty() ? "v" : ", v") + std::to_string(v);
@@ -112,20 +112,20 @@ void RunPluginCheck(const Options &opt, Report &report)
 		}
 	}
 	if (!sym) {
-		report.Add(Fail("plugin", path + " exports no ncclNetPlugin_v7 .. _v12",
+		report.add(fail("plugin", path + " exports no ncclNetPlugin_v7 .. _v12",
 				"this is not an NCCL network plugin: reinstall tb5-nccl-plugin"));
 		return;
 	}
 	const char *name = *static_cast<const char *const *>(sym);
 	if (!name || strcmp(name, "TB5")) {
-		report.Add(Fail("plugin", path + Format(": ncclNetPlugin_v%d is named \"%s\", not \"TB5\"",
+		report.add(fail("plugin", path + format(": ncclNetPlugin_v%d is named \"%s\", not \"TB5\"",
 							version, name ? name : "(null)"),
 				"another plugin is installed under tb5's name: reinstall tb5-nccl-plugin"));
 		return;
 	}
 	Result r;
 	if (version > 10) {
-		r = Pass("plugin", path + " loads, name TB5, exports " + exported +
+		r = pass("plugin", path + " loads, name TB5, exports " + exported +
 			 " (devices not queried: only v11+ exported)");
 	} else {
 		const char *call = "init";
@@ -133,7 +133,7 @@ void RunPluginCheck(const Options &opt, Report &report)
 		int ndev = -1;
 		if (version == 10) {
 			const auto *net = static_cast<const ncclNet_v10_t *>(sym);
-			res = net->init(CollectLog, NoProfiler);
+			res = net->init(collect_log, no_profiler);
 			if (!res) {
 				call = "devices";
 				res = net->devices(&ndev);
@@ -141,29 +141,29 @@ void RunPluginCheck(const Options &opt, Report &report)
 		} else {
 			// v7 .. v9 begin alike: name, init(logger), devices.
 			const auto *net = static_cast<const ncclNet_v7_t *>(sym);
-			res = net->init(CollectLog);
+			res = net->init(collect_log);
 			if (!res) {
 				call = "devices";
 				res = net->devices(&ndev);
 			}
 		}
-		const std::string what = path + Format(" (ncclNetPlugin_v%d; exports ", version) + exported + ")";
+		const std::string what = path + format(" (ncclNetPlugin_v%d; exports ", version) + exported + ")";
 		if (res)
-			r = Fail("plugin", what + Format(": %s() returned ncclResult %d", call, res) +
-				 (LogTail(5).empty() ? "" : ": " + LogTail(5)),
+			r = fail("plugin", what + format(": %s() returned ncclResult %d", call, res) +
+				 (log_tail(5).empty() ? "" : ": " + log_tail(5)),
 				 "read the plugin's log (--verbose); the link checks above say whether tb5 has a usable link");
 		else if (ndev < 1)
-			r = Fail("plugin", what + Format(": %d devices", ndev),
+			r = fail("plugin", what + format(": %d devices", ndev),
 				 "the plugin sees no usable link: see the link checks above");
 		else
-			r = Pass("plugin", what + Format(": %d device%s", ndev, ndev == 1 ? "" : "s"));
+			r = pass("plugin", what + format(": %d device%s", ndev, ndev == 1 ? "" : "s"));
 		r.data["devices"] = ndev;
 	}
 	r.data["path"] = path;
 	r.data["net_version"] = version;
 	std::lock_guard<std::mutex> lock(log_mu);
 	r.log = log_lines;
-	report.Add(std::move(r));
+	report.add(std::move(r));
 }
 
 } // namespace tb5selftest

@@ -20,7 +20,7 @@ constexpr uint64_t kSlack = 64;
 constexpr uint8_t kFill = 0xee;
 constexpr int kSpins = 256;		// empty polls before sleeping
 
-uint64_t Mix(uint64_t x)
+uint64_t mix(uint64_t x)
 {
 	x += 0x9e3779b97f4a7c15ull;
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -28,12 +28,12 @@ uint64_t Mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-uint64_t Seed(uint64_t len, uint64_t seq)
+uint64_t pattern_seed(uint64_t len, uint64_t seq)
 {
-	return Mix((seq << 40) ^ len ^ 0x7462350000000000ull);
+	return mix((seq << 40) ^ len ^ 0x7462350000000000ull);
 }
 
-std::string Error(const char *what, int err)
+std::string api_error(const char *what, int err)
 {
 	std::string s = std::string(what) + ": " + tb5_strerror(err);
 	const char *detail = tb5_last_error();
@@ -47,7 +47,7 @@ std::string Error(const char *what, int err)
 
 // "; tb5_0 has dropped 3 frames lost (sequence gap) since it came up", or
 // "" when the link dropped nothing: what broke a connection, in words.
-std::string Dropped(tb5_device *dev, const std::string &link)
+std::string dropped(tb5_device *dev, const std::string &link)
 {
 	struct tb5_drops d {};
 	char why[256] = "";
@@ -59,27 +59,27 @@ std::string Dropped(tb5_device *dev, const std::string &link)
 	return "; " + link + " has dropped " + why + " since it came up";
 }
 
-std::vector<uint64_t> RoundTripSizes()
+std::vector<uint64_t> round_trip_sizes()
 {
 	return {0, 1, 4095, 4096, 4097, 1u << 20};
 }
 
-void FillPattern(uint8_t *buf, uint64_t len, uint64_t seq)
+void fill_pattern(uint8_t *buf, uint64_t len, uint64_t seq)
 {
-	const uint64_t seed = Seed(len, seq);
+	const uint64_t seed = pattern_seed(len, seq);
 
 	for (uint64_t off = 0; off < len; off += 8) {
-		const uint64_t word = Mix(seed + off);
+		const uint64_t word = mix(seed + off);
 		memcpy(buf + off, &word, len - off < 8 ? len - off : 8);
 	}
 }
 
-uint64_t FindMismatch(const uint8_t *buf, uint64_t len, uint64_t seq)
+uint64_t find_mismatch(const uint8_t *buf, uint64_t len, uint64_t seq)
 {
-	const uint64_t seed = Seed(len, seq);
+	const uint64_t seed = pattern_seed(len, seq);
 
 	for (uint64_t off = 0; off < len; off += 8) {
-		const uint64_t word = Mix(seed + off);
+		const uint64_t word = mix(seed + off);
 		const uint64_t n = len - off < 8 ? len - off : 8;
 		if (memcmp(buf + off, &word, n)) {
 			uint8_t want[8];
@@ -93,7 +93,7 @@ uint64_t FindMismatch(const uint8_t *buf, uint64_t len, uint64_t seq)
 	return len;
 }
 
-int PollUntil(tb5_device *dev, Clock::time_point deadline,
+int poll_until(tb5_device *dev, Clock::time_point deadline,
 	      const std::function<void(const tb5_wc &)> &on_wc,
 	      const std::function<bool()> &done)
 {
@@ -123,7 +123,7 @@ int PollUntil(tb5_device *dev, Clock::time_point deadline,
 	return 0;
 }
 
-ClientResult RunClient(const std::string &link, const tb5_address &addr,
+ClientResult run_client(const std::string &link, const tb5_address &addr,
 		       const std::vector<uint64_t> &sizes_wanted,
 		       std::chrono::milliseconds timeout)
 {
@@ -133,7 +133,7 @@ ClientResult RunClient(const std::string &link, const tb5_address &addr,
 
 	int err = tb5_open(link.c_str(), &raw);
 	if (err) {
-		res.error = Error(("tb5_open(" + link + ")").c_str(), err);
+		res.error = api_error(("tb5_open(" + link + ")").c_str(), err);
 		return res;
 	}
 	// Closing the device closes the endpoint and deregisters the regions;
@@ -143,15 +143,15 @@ ClientResult RunClient(const std::string &link, const tb5_address &addr,
 	err = tb5_query(raw, &info);
 	if (err) {
 		tb5_close(raw);
-		res.error = Error("tb5_query", err);
+		res.error = api_error("tb5_query", err);
 		return res;
 	}
 	for (uint64_t n : sizes_wanted) {
 		if ((!info.max_msg || n <= info.max_msg) && n <= kEchoMax)
 			sizes.push_back(n);
 		else
-			res.log.push_back(Format("%s skipped: the link's largest message is %s",
-						 Bytes(n).c_str(), Bytes(info.max_msg).c_str()));
+			res.log.push_back(format("%s skipped: the link's largest message is %s",
+						 bytes(n).c_str(), bytes(info.max_msg).c_str()));
 	}
 	uint64_t max_len = 1;
 	for (uint64_t n : sizes)
@@ -169,14 +169,14 @@ ClientResult RunClient(const std::string &link, const tb5_address &addr,
 	if (!err)
 		err = tb5_reg_host(dev.get(), recv_buf.get(), max_len + 2 * kSlack, &recv_mr);
 	if (err) {
-		res.error = Error("tb5_reg_host", err);
+		res.error = api_error("tb5_reg_host", err);
 		return res;
 	}
 
 	tb5_endpoint *ep = nullptr;
 	err = tb5_endpoint_connect(dev.get(), &addr, 1, &ep);
 	if (err) {
-		res.error = Error(Format("tb5_endpoint_connect(host %s)", Hex(addr.host).c_str()).c_str(), err);
+		res.error = api_error(format("tb5_endpoint_connect(host %s)", hex(addr.host).c_str()).c_str(), err);
 		return res;
 	}
 	bool connected = false;
@@ -193,14 +193,14 @@ ClientResult RunClient(const std::string &link, const tb5_address &addr,
 		return true;
 	};
 	const auto t_connect = Clock::now();
-	err = PollUntil(dev.get(), t_connect + timeout, [&](const tb5_wc &wc) { on_event(wc); },
+	err = poll_until(dev.get(), t_connect + timeout, [&](const tb5_wc &wc) { on_event(wc); },
 			[&] { return connected || ep_error; });
 	if (err == -ETIMEDOUT) {
-		res.error = Format("no answer to the connection request within %.1f s", timeout_s);
+		res.error = format("no answer to the connection request within %.1f s", timeout_s);
 		return res;
 	}
 	if (err) {
-		res.error = Error("tb5_poll", err);
+		res.error = api_error("tb5_poll", err);
 		return res;
 	}
 	if (!connected) {
@@ -208,7 +208,7 @@ ClientResult RunClient(const std::string &link, const tb5_address &addr,
 		res.error = std::string("connection failed: ") + tb5_strerror(ep_error);
 		return res;
 	}
-	res.log.push_back(Format("connected in %.0f us",
+	res.log.push_back(format("connected in %.0f us",
 				 std::chrono::duration<double, std::micro>(Clock::now() - t_connect).count()));
 
 	for (uint64_t k = 0; k < sizes.size(); k++) {
@@ -217,20 +217,20 @@ ClientResult RunClient(const std::string &link, const tb5_address &addr,
 		int send_status = 0, recv_status = 0;
 		uint64_t recv_bytes = 0;
 
-		FillPattern(send_buf.get(), n, k);
+		fill_pattern(send_buf.get(), n, k);
 		memset(recv_buf.get(), kFill, n + 2 * kSlack);
 		const auto t0 = Clock::now();
 		err = tb5_recv(ep, recv_mr, 0, n + kSlack, kTagEcho, 2 * k + 1);
 		if (err) {
-			res.error = Error(Format("message %" PRIu64 " (%s): tb5_recv", k, Bytes(n).c_str()).c_str(), err);
+			res.error = api_error(format("message %" PRIu64 " (%s): tb5_recv", k, bytes(n).c_str()).c_str(), err);
 			return res;
 		}
 		err = tb5_send(ep, send_mr, 0, n, kTagPing, 2 * k);
 		if (err) {
-			res.error = Error(Format("message %" PRIu64 " (%s): tb5_send", k, Bytes(n).c_str()).c_str(), err);
+			res.error = api_error(format("message %" PRIu64 " (%s): tb5_send", k, bytes(n).c_str()).c_str(), err);
 			return res;
 		}
-		err = PollUntil(dev.get(), Clock::now() + timeout,
+		err = poll_until(dev.get(), Clock::now() + timeout,
 			[&](const tb5_wc &wc) {
 				if (on_event(wc) || wc.ep != ep)
 					return;
@@ -245,60 +245,60 @@ ClientResult RunClient(const std::string &link, const tb5_address &addr,
 			},
 			[&] { return (sent && received) || ep_error || send_status || recv_status; });
 		const double rtt = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-		const std::string what = Format("message %" PRIu64 " (%s)", k, Bytes(n).c_str());
+		const std::string what = format("message %" PRIu64 " (%s)", k, bytes(n).c_str());
 		if (err == -ETIMEDOUT) {
-			res.error = what + Format(": %s within %.1f s", !sent ? "not sent (no clear-to-send from the peer)"
+			res.error = what + format(": %s within %.1f s", !sent ? "not sent (no clear-to-send from the peer)"
 									     : "no echo", timeout_s);
 			return res;
 		}
 		if (err) {
-			res.error = Error("tb5_poll", err);
+			res.error = api_error("tb5_poll", err);
 			return res;
 		}
 		if (send_status) {
 			res.error = what + ": send failed: " + tb5_strerror(send_status) +
-				    Dropped(dev.get(), link);
+				    dropped(dev.get(), link);
 			return res;
 		}
 		if (recv_status) {
 			res.error = what + ": receive failed: " + tb5_strerror(recv_status) +
-				    Dropped(dev.get(), link);
+				    dropped(dev.get(), link);
 			return res;
 		}
 		if (ep_error) {
 			res.error = what + ": the connection ended: " + tb5_strerror(ep_error) +
-				    Dropped(dev.get(), link);
+				    dropped(dev.get(), link);
 			return res;
 		}
 		if (recv_bytes != n) {
-			res.error = what + Format(": the echo is %" PRIu64 " bytes", recv_bytes);
+			res.error = what + format(": the echo is %" PRIu64 " bytes", recv_bytes);
 			return res;
 		}
-		const uint64_t bad = FindMismatch(recv_buf.get(), n, k);
+		const uint64_t bad = find_mismatch(recv_buf.get(), n, k);
 		if (bad != n) {
-			res.error = what + Format(": byte %" PRIu64 " differs after the round trip", bad);
+			res.error = what + format(": byte %" PRIu64 " differs after the round trip", bad);
 			return res;
 		}
 		for (uint64_t i = n; i < n + 2 * kSlack; i++) {
 			if (recv_buf[i] != kFill) {
-				res.error = what + Format(": byte %" PRIu64 " past the message was written", i);
+				res.error = what + format(": byte %" PRIu64 " past the message was written", i);
 				return res;
 			}
 		}
 		res.messages++;
 		res.bytes += n;
 		res.rtt_us.emplace_back(n, rtt);
-		res.log.push_back(Format("%s: round trip %.0f us", Bytes(n).c_str(), rtt));
+		res.log.push_back(format("%s: round trip %.0f us", bytes(n).c_str(), rtt));
 	}
 	err = tb5_endpoint_close(ep);
 	if (err) {
-		res.error = Error("tb5_endpoint_close", err);
+		res.error = api_error("tb5_endpoint_close", err);
 		return res;
 	}
 	const int err_send = tb5_dereg(send_mr);
 	const int err_recv = tb5_dereg(recv_mr);
 	if (err_send || err_recv) {
-		res.error = Error("tb5_dereg after the endpoint was closed", err_send ? err_send : err_recv);
+		res.error = api_error("tb5_dereg after the endpoint was closed", err_send ? err_send : err_recv);
 		return res;
 	}
 	res.outcome = ClientResult::kOk;
@@ -332,7 +332,7 @@ EchoServer::~EchoServer()
 		tb5_close(dev_);
 }
 
-int EchoServer::Open(std::string *error)
+int EchoServer::open(std::string *error)
 {
 	int err;
 
@@ -340,12 +340,12 @@ int EchoServer::Open(std::string *error)
 		err = tb5_open(link_.c_str(), &dev_);
 		if (err) {
 			dev_ = nullptr;
-			*error = Error(("tb5_open(" + link_ + ")").c_str(), err);
+			*error = api_error(("tb5_open(" + link_ + ")").c_str(), err);
 			return err;
 		}
 		err = tb5_query(dev_, &info_);
 		if (err) {
-			*error = Error("tb5_query", err);
+			*error = api_error("tb5_query", err);
 			return err;
 		}
 	}
@@ -353,19 +353,19 @@ int EchoServer::Open(std::string *error)
 		err = tb5_endpoint_listen(dev_, service_, TB5_LISTEN_WELL_KNOWN, 0, &listener_);
 		if (err) {
 			listener_ = nullptr;
-			*error = Error(Format("tb5_endpoint_listen(service %s)", Hex(service_).c_str()).c_str(), err);
+			*error = api_error(format("tb5_endpoint_listen(service %s)", hex(service_).c_str()).c_str(), err);
 			return err;
 		}
 	}
 	return 0;
 }
 
-int EchoServer::Address(tb5_address *addr) const
+int EchoServer::address(tb5_address *addr) const
 {
 	return listener_ ? tb5_endpoint_address(listener_, addr) : -ENOTCONN;
 }
 
-int EchoServer::Serve(int wait_ms)
+int EchoServer::serve(int wait_ms)
 {
 	if (!dev_)
 		return -ENODEV;
@@ -375,13 +375,13 @@ int EchoServer::Serve(int wait_ms)
 		else
 			++it;
 	}
-	const int err = PollUntil(dev_, Clock::now() + std::chrono::milliseconds(wait_ms),
-				  [this](const tb5_wc &wc) { OnCompletion(wc); },
+	const int err = poll_until(dev_, Clock::now() + std::chrono::milliseconds(wait_ms),
+				  [this](const tb5_wc &wc) { on_completion(wc); },
 				  [] { return false; });
 	return err == -ETIMEDOUT ? 0 : err;
 }
 
-void EchoServer::Accept()
+void EchoServer::accept()
 {
 	for (;;) {
 		tb5_endpoint *ep = nullptr;
@@ -402,30 +402,30 @@ void EchoServer::Accept()
 		conns_.emplace(ep, std::move(c));
 		if (reg) {
 			ref.mr = nullptr;
-			End(ep, Error("tb5_reg_host", reg));
+			end(ep, api_error("tb5_reg_host", reg));
 			continue;
 		}
-		PostRecv(ref);
+		post_recv(ref);
 	}
 }
 
-void EchoServer::PostRecv(Connection &c)
+void EchoServer::post_recv(Connection &c)
 {
 	const int err = tb5_recv(c.ep, c.mr, 0, kEchoMax, kTagPing, 0);
 
 	// -ECONNRESET: the peer closed the connection after its last echo, as
 	// it should; its event may not have been polled yet.
 	if (err == -ECONNRESET)
-		End(c.ep, "");
+		end(c.ep, "");
 	else if (err)
-		End(c.ep, Error("tb5_recv", err));
+		end(c.ep, api_error("tb5_recv", err));
 }
 
-void EchoServer::OnCompletion(const tb5_wc &wc)
+void EchoServer::on_completion(const tb5_wc &wc)
 {
 	if (listener_ && wc.ep == listener_) {
 		if (wc.kind == TB5_WC_EVENT && wc.event == TB5_WC_INCOMING) {
-			Accept();
+			accept();
 		} else if (wc.kind == TB5_WC_EVENT && wc.event == TB5_WC_ERROR) {
 			tb5_endpoint_close(listener_);	// the link went down
 			listener_ = nullptr;
@@ -439,38 +439,38 @@ void EchoServer::OnCompletion(const tb5_wc &wc)
 
 	if (wc.kind == TB5_WC_EVENT) {
 		if (wc.event == TB5_WC_PEER_CLOSED)
-			End(c.ep, "");
+			end(c.ep, "");
 		else if (wc.event == TB5_WC_ERROR)
-			End(c.ep, std::string("the connection failed: ") + tb5_strerror(wc.status));
+			end(c.ep, std::string("the connection failed: ") + tb5_strerror(wc.status));
 		return;
 	}
 	if (wc.status) {
 		// Operations cut short by the peer closing: its event follows.
 		if (wc.status == -ECONNRESET || wc.status == -ECANCELED)
 			return;
-		End(c.ep, Format("message %" PRIu64 ": %s failed: %s", c.seq,
+		end(c.ep, format("message %" PRIu64 ": %s failed: %s", c.seq,
 				 wc.kind == TB5_WC_SEND ? "echo" : "receive", tb5_strerror(wc.status)));
 		return;
 	}
 	if (wc.kind == TB5_WC_RECV) {
 		const uint64_t n = wc.bytes;
-		if (FindMismatch(c.buf.get(), n, c.seq) != n)
+		if (find_mismatch(c.buf.get(), n, c.seq) != n)
 			c.mismatches++;
 		c.seq++;
 		c.messages++;
 		c.bytes += n;
 		const int err = tb5_send(c.ep, c.mr, 0, n, kTagEcho, 0);
 		if (err == -ECONNRESET)
-			End(c.ep, Format("the peer closed the connection before the echo of message %" PRIu64,
+			end(c.ep, format("the peer closed the connection before the echo of message %" PRIu64,
 					 c.seq - 1));
 		else if (err)
-			End(c.ep, Error("tb5_send", err));
+			end(c.ep, api_error("tb5_send", err));
 	} else if (wc.kind == TB5_WC_SEND) {
-		PostRecv(c);
+		post_recv(c);
 	}
 }
 
-void EchoServer::End(tb5_endpoint *ep, std::string error)
+void EchoServer::end(tb5_endpoint *ep, std::string error)
 {
 	const auto it = conns_.find(ep);
 	if (it == conns_.end())

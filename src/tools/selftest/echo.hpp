@@ -34,18 +34,18 @@ inline constexpr uint32_t kTagEcho = 0x7463;
 inline constexpr uint64_t kEchoMax = 1ull << 20;
 
 // The sizes of the round trip, in order.
-std::vector<uint64_t> RoundTripSizes();
+std::vector<uint64_t> round_trip_sizes();
 
-void FillPattern(uint8_t *buf, uint64_t len, uint64_t seq);
+void fill_pattern(uint8_t *buf, uint64_t len, uint64_t seq);
 // Offset of the first byte that differs from message seq's pattern, or len.
-uint64_t FindMismatch(const uint8_t *buf, uint64_t len, uint64_t seq);
+uint64_t find_mismatch(const uint8_t *buf, uint64_t len, uint64_t seq);
 
 using Clock = std::chrono::steady_clock;
 
 // Polls @dev, handing every completion to @on_wc, until @done() or
 // @deadline. Spins briefly, then sleeps in tb5_wait(). 0, -ETIMEDOUT, or
 // the error of tb5_poll()/tb5_wait().
-int PollUntil(tb5_device *dev, Clock::time_point deadline,
+int poll_until(tb5_device *dev, Clock::time_point deadline,
 	      const std::function<void(const tb5_wc &)> &on_wc,
 	      const std::function<bool()> &done);
 
@@ -60,7 +60,7 @@ struct ClientResult {
 
 // Connects through @link to @addr and runs the round trip of @sizes; every
 // wait gives up after @timeout.
-ClientResult RunClient(const std::string &link, const tb5_address &addr,
+ClientResult run_client(const std::string &link, const tb5_address &addr,
 		       const std::vector<uint64_t> &sizes,
 		       std::chrono::milliseconds timeout);
 
@@ -77,7 +77,7 @@ struct ConnectionReport {
 };
 
 // Echoes on one link: listens (well-known) on @service, accepts every
-// connection and echoes its messages. Driven by Serve() from one thread.
+// connection and echoes its messages. Driven by serve() from one thread.
 class EchoServer {
 public:
 	EchoServer(std::string link, uint64_t service,
@@ -88,24 +88,24 @@ public:
 
 	// Opens the link (once) and listens. 0 or a negative errno; *error
 	// says what failed.
-	int Open(std::string *error);
+	int open(std::string *error);
 	bool listening() const { return listener_ != nullptr; }
 	// The link as it was when opened.
 	const tb5_link_info &info() const { return info_; }
 	// The listener's address; 0 or a negative errno.
-	int Address(tb5_address *addr) const;
+	int address(tb5_address *addr) const;
 	// Serves for about @wait_ms. 0, or a negative errno when the device
 	// failed (close the server and make a new one). A listener that fails
-	// (the link went down) is closed; Open() listens again.
-	int Serve(int wait_ms);
+	// (the link went down) is closed; open() listens again.
+	int serve(int wait_ms);
 
 private:
 	struct Connection;
 
-	void OnCompletion(const tb5_wc &wc);
-	void Accept();
-	void PostRecv(Connection &c);
-	void End(tb5_endpoint *ep, std::string error);
+	void on_completion(const tb5_wc &wc);
+	void accept();
+	void post_recv(Connection &c);
+	void end(tb5_endpoint *ep, std::string error);
 
 	std::string link_;
 	uint64_t service_;

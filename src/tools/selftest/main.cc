@@ -94,14 +94,14 @@ int main(int argc, char **argv)
 	}
 
 	if (opt.respond)
-		return tb5selftest::RunResponder(opt);
+		return tb5selftest::run_responder(opt);
 
 	tb5selftest::Report report(opt.json, opt.verbose);
-	report.Header();
-	const tb5selftest::Environment env = tb5selftest::DetectEnvironment();
-	tb5selftest::RunKernelChecks(env, opt, report);
-	tb5selftest::RunLinkChecks(env, opt, report);
-	tb5selftest::RunPluginCheck(opt, report);
-	tb5selftest::RunCountersCheck(report);
-	return report.Finish();
+	report.header();
+	const tb5selftest::Environment env = tb5selftest::detect_environment();
+	tb5selftest::run_kernel_checks(env, opt, report);
+	tb5selftest::run_link_checks(env, opt, report);
+	tb5selftest::run_plugin_check(opt, report);
+	tb5selftest::run_counters_check(report);
+	return report.finish();
 }

@@ -25,7 +25,7 @@ namespace {
 
 constexpr int kNameWidth = 24;
 
-Result Make(Status status, std::string name, std::string detail)
+Result make(Status status, std::string name, std::string detail)
 {
 	Result r;
 
@@ -37,7 +37,7 @@ Result Make(Status status, std::string name, std::string detail)
 
 } // namespace
 
-const char *StatusName(Status status)
+const char *status_name(Status status)
 {
 	switch (status) {
 	case Status::kPass:
@@ -50,28 +50,28 @@ const char *StatusName(Status status)
 	return "?";
 }
 
-Result Pass(std::string name, std::string detail)
+Result pass(std::string name, std::string detail)
 {
-	return Make(Status::kPass, std::move(name), std::move(detail));
+	return make(Status::kPass, std::move(name), std::move(detail));
 }
 
-Result Fail(std::string name, std::string detail, std::string hint)
+Result fail(std::string name, std::string detail, std::string hint)
 {
-	Result r = Make(Status::kFail, std::move(name), std::move(detail));
+	Result r = make(Status::kFail, std::move(name), std::move(detail));
 
 	r.hint = std::move(hint);
 	return r;
 }
 
-Result Skip(std::string name, std::string detail, std::string reason)
+Result skip(std::string name, std::string detail, std::string reason)
 {
-	Result r = Make(Status::kSkip, std::move(name), std::move(detail));
+	Result r = make(Status::kSkip, std::move(name), std::move(detail));
 
 	r.reason = std::move(reason);
 	return r;
 }
 
-std::string Format(const char *fmt, ...)
+std::string format(const char *fmt, ...)
 {
 	va_list ap;
 	char small[256];
@@ -91,21 +91,21 @@ std::string Format(const char *fmt, ...)
 	return out;
 }
 
-std::string Hex(uint64_t value)
+std::string hex(uint64_t value)
 {
-	return Format("0x%" PRIx64, value);
+	return format("0x%" PRIx64, value);
 }
 
-std::string Bytes(uint64_t n)
+std::string bytes(uint64_t n)
 {
 	if (n >= (1u << 20) && !(n % (1u << 20)))
-		return Format("%" PRIu64 " MiB", n >> 20);
+		return format("%" PRIu64 " MiB", n >> 20);
 	if (n >= 1024 && !(n % 1024))
-		return Format("%" PRIu64 " KiB", n >> 10);
-	return Format("%" PRIu64 " B", n);
+		return format("%" PRIu64 " KiB", n >> 10);
+	return format("%" PRIu64 " B", n);
 }
 
-std::string SimulatorEnv()
+std::string simulator_env()
 {
 	const char *sim = getenv("TB5_SIM");
 
@@ -116,7 +116,7 @@ Report::Report(bool json, bool verbose) : json_(json), verbose_(verbose)
 {
 }
 
-void Report::Header()
+void Report::header()
 {
 	struct utsname uts {};
 	char host[256] = "";
@@ -128,7 +128,7 @@ void Report::Header()
 	gethostname(host, sizeof(host) - 1);
 	gmtime_r(&now, &tm);
 	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	const std::string sim = SimulatorEnv();
+	const std::string sim = simulator_env();
 
 	header_["tool"] = "tb5-selftest";
 	header_["version"] = TB5_SELFTEST_VERSION;
@@ -147,10 +147,10 @@ void Report::Header()
 	fflush(stdout);
 }
 
-void Report::Add(Result result)
+void Report::add(Result result)
 {
 	if (!json_) {
-		std::string line = StatusName(result.status);
+		std::string line = status_name(result.status);
 		line += "  ";
 		line += result.name;
 		line += "  ";
@@ -171,7 +171,7 @@ void Report::Add(Result result)
 	results_.push_back(std::move(result));
 }
 
-int Report::Finish()
+int Report::finish()
 {
 	unsigned passed = 0, failed = 0, skipped = 0;
 
@@ -200,7 +200,7 @@ int Report::Finish()
 		c["check"] = r.name.substr(0, colon);
 		if (colon != std::string::npos)
 			c["subject"] = r.name.substr(colon + 1);
-		c["status"] = StatusName(r.status);
+		c["status"] = status_name(r.status);
 		c["detail"] = r.detail;
 		if (r.status == Status::kSkip)
 			c["reason"] = r.reason;

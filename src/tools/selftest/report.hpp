@@ -14,7 +14,7 @@ namespace tb5selftest {
 
 enum class Status { kPass, kFail, kSkip };
 
-const char *StatusName(Status status);
+const char *status_name(Status status);
 
 // One check's outcome. The name is "<check>" or "<check>:<subject>", e.g.
 // "module", "node:tb5_0", "roundtrip:tb5_0<->tb5_1"; names are stable.
@@ -28,21 +28,21 @@ struct Result {
 	std::vector<std::string> log;	// extra lines shown with --verbose
 };
 
-Result Pass(std::string name, std::string detail);
-Result Fail(std::string name, std::string detail, std::string hint = "");
-Result Skip(std::string name, std::string detail, std::string reason);
+Result pass(std::string name, std::string detail);
+Result fail(std::string name, std::string detail, std::string hint = "");
+Result skip(std::string name, std::string detail, std::string reason);
 
 class Report {
 public:
 	Report(bool json, bool verbose);
 
 	// Prints the header lines (text mode) and remembers them for --json.
-	void Header();
+	void header();
 	// Records a check; text mode prints its line at once.
-	void Add(Result result);
+	void add(Result result);
 	// Prints the summary (or the JSON document); returns the exit status:
 	// 0 when nothing failed, 1 otherwise.
-	int Finish();
+	int finish();
 
 	bool verbose() const { return verbose_; }
 
@@ -54,12 +54,12 @@ private:
 };
 
 // printf into a std::string.
-std::string Format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // "0x..." of a host id.
-std::string Hex(uint64_t value);
+std::string hex(uint64_t value);
 // "4095 B", "4 KiB", "1 MiB".
-std::string Bytes(uint64_t n);
+std::string bytes(uint64_t n);
 // The value of TB5_SIM, or "" when it is not set.
-std::string SimulatorEnv();
+std::string simulator_env();
 
 } // namespace tb5selftest

@@ -34,13 +34,13 @@ class Responder {
 public:
 	explicit Responder(const Options &opt) : opt_(opt) {}
 
-	int Run();
+	int run();
 
 private:
-	void Scan();
-	void Serve(const std::string &link);
-	void Print(const nlohmann::ordered_json &event, const std::string &text);
-	void Ended(const ConnectionReport &r);
+	void scan();
+	void serve(const std::string &link);
+	void print(const nlohmann::ordered_json &event, const std::string &text);
+	void ended(const ConnectionReport &r);
 
 	const Options &opt_;
 	std::mutex out_mu_;
@@ -50,7 +50,7 @@ private:
 	std::map<std::string, std::thread> workers_;
 };
 
-void Responder::Print(const nlohmann::ordered_json &event, const std::string &text)
+void Responder::print(const nlohmann::ordered_json &event, const std::string &text)
 {
 	std::lock_guard<std::mutex> lock(out_mu_);
 
@@ -61,7 +61,7 @@ void Responder::Print(const nlohmann::ordered_json &event, const std::string &te
 	fflush(stdout);
 }
 
-void Responder::Ended(const ConnectionReport &r)
+void Responder::ended(const ConnectionReport &r)
 {
 	const bool ok = r.error.empty() && !r.mismatches;
 	nlohmann::ordered_json j;
@@ -69,30 +69,30 @@ void Responder::Ended(const ConnectionReport &r)
 	j["event"] = "connection";
 	j["link"] = r.link;
 	j["number"] = r.number;
-	j["peer_host"] = Hex(r.peer_host);
+	j["peer_host"] = hex(r.peer_host);
 	j["messages"] = r.messages;
 	j["bytes"] = r.bytes;
 	j["mismatches"] = r.mismatches;
 	j["error"] = r.error;
 	j["seconds"] = r.seconds;
 	j["status"] = ok ? "PASS" : "FAIL";
-	std::string text = Format("%s connection %llu from host %s: %llu messages, %llu bytes echoed, ",
+	std::string text = format("%s connection %llu from host %s: %llu messages, %llu bytes echoed, ",
 				  r.link.c_str(), static_cast<unsigned long long>(r.number),
-				  Hex(r.peer_host).c_str(), static_cast<unsigned long long>(r.messages),
+				  hex(r.peer_host).c_str(), static_cast<unsigned long long>(r.messages),
 				  static_cast<unsigned long long>(r.bytes));
 	if (r.mismatches)
-		text += Format("%llu NOT as sent", static_cast<unsigned long long>(r.mismatches));
+		text += format("%llu NOT as sent", static_cast<unsigned long long>(r.mismatches));
 	else
 		text += "all as sent";
 	text += r.error.empty() ? ", closed by the peer" : ", ended: " + r.error;
-	text += Format(" after %.3f s", r.seconds);
+	text += format(" after %.3f s", r.seconds);
 	if (!ok)
 		errors_ = true;
-	Print(j, text);
+	print(j, text);
 	served_++;
 }
 
-void Responder::Serve(const std::string &link)
+void Responder::serve(const std::string &link)
 {
 	std::unique_ptr<EchoServer> server;
 	std::string last_error;
@@ -100,12 +100,12 @@ void Responder::Serve(const std::string &link)
 	while (!stop_.load()) {
 		if (!server)
 			server = std::make_unique<EchoServer>(link, kResponderService,
-							      [this](const ConnectionReport &r) { Ended(r); });
+							      [this](const ConnectionReport &r) { ended(r); });
 		if (!server->listening()) {
 			std::string error;
-			if (server->Open(&error)) {
+			if (server->open(&error)) {
 				if (error != last_error)
-					Print({{"event", "waiting"}, {"link", link}, {"error", error}},
+					print({{"event", "waiting"}, {"link", link}, {"error", error}},
 					      link + ": cannot listen yet (" + error + "); trying again");
 				last_error = error;
 				std::this_thread::sleep_for(kRetry);
@@ -113,14 +113,14 @@ void Responder::Serve(const std::string &link)
 			}
 			last_error.clear();
 			const tb5_link_info &info = server->info();
-			Print({{"event", "listening"}, {"link", link}, {"service", Hex(kResponderService)},
-			       {"local_host", Hex(info.local_host)}},
-			      Format("listening on %s (host %s, service %s)", link.c_str(),
-				     Hex(info.local_host).c_str(), Hex(kResponderService).c_str()));
+			print({{"event", "listening"}, {"link", link}, {"service", hex(kResponderService)},
+			       {"local_host", hex(info.local_host)}},
+			      format("listening on %s (host %s, service %s)", link.c_str(),
+				     hex(info.local_host).c_str(), hex(kResponderService).c_str()));
 		}
-		const int err = server->Serve(100);
+		const int err = server->serve(100);
 		if (err) {
-			Print({{"event", "lost"}, {"link", link}, {"error", tb5_strerror(err)}},
+			print({{"event", "lost"}, {"link", link}, {"error", tb5_strerror(err)}},
 			      link + ": " + tb5_strerror(err) + "; opening it again");
 			server.reset();
 			std::this_thread::sleep_for(kRetry);
@@ -128,7 +128,7 @@ void Responder::Serve(const std::string &link)
 	}
 }
 
-void Responder::Scan()
+void Responder::scan()
 {
 	std::vector<tb5_link_info> links;
 
@@ -137,11 +137,11 @@ void Responder::Scan()
 	for (const tb5_link_info &l : links) {
 		const std::string name = l.name;
 		if ((opt_.link.empty() || opt_.link == name) && !workers_.count(name))
-			workers_.emplace(name, std::thread([this, name] { Serve(name); }));
+			workers_.emplace(name, std::thread([this, name] { serve(name); }));
 	}
 }
 
-int Responder::Run()
+int Responder::run()
 {
 	sigset_t set;
 
@@ -170,7 +170,7 @@ int Responder::Run()
 		return 1;
 	}
 
-	Scan();
+	scan();
 	auto next_scan = Clock::now() + kRescan;
 	while (!stop_.load()) {
 		const struct timespec tick = {0, 100 * 1000 * 1000};
@@ -180,25 +180,25 @@ int Responder::Run()
 		if (opt_.count && served_.load() >= opt_.count)
 			stop_ = true;
 		if (!stop_.load() && Clock::now() >= next_scan) {
-			Scan();
+			scan();
 			next_scan = Clock::now() + kRescan;
 		}
 	}
 	for (auto &[name, thread] : workers_)
 		thread.join();
-	Print({{"event", "stopped"}, {"connections", served_.load()}},
-	      Format("stopped after %llu connection%s", static_cast<unsigned long long>(served_.load()),
+	print({{"event", "stopped"}, {"connections", served_.load()}},
+	      format("stopped after %llu connection%s", static_cast<unsigned long long>(served_.load()),
 		     served_.load() == 1 ? "" : "s"));
 	return errors_.load() ? 1 : 0;
 }
 
 } // namespace
 
-int RunResponder(const Options &opt)
+int run_responder(const Options &opt)
 {
 	Responder responder(opt);
 
-	return responder.Run();
+	return responder.run();
 }
 
 } // namespace tb5selftest
