@@ -26,7 +26,7 @@ namespace tb5exporter {
 
 namespace {
 
-void CollectLinks(Snapshot &snap)
+void collect_links(Snapshot &snap)
 {
 	std::vector<tb5_link_info> links;
 
@@ -71,7 +71,7 @@ void CollectLinks(Snapshot &snap)
 	}
 }
 
-void CollectPlugin(Snapshot &snap)
+void collect_plugin(Snapshot &snap)
 {
 #if TB5_EXPORTER_LIVE
 	try {
@@ -97,14 +97,14 @@ void CollectPlugin(Snapshot &snap)
 
 } // namespace
 
-Snapshot Collect()
+Snapshot collect()
 {
 	const auto start = std::chrono::steady_clock::now();
 	Snapshot snap;
 
 	snap.version = TB5_EXPORTER_VERSION;
-	CollectLinks(snap);
-	CollectPlugin(snap);
+	collect_links(snap);
+	collect_plugin(snap);
 	snap.scrape_seconds =
 		std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 	return snap;

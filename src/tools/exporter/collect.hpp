@@ -8,6 +8,6 @@
 
 namespace tb5exporter {
 
-Snapshot Collect();
+Snapshot collect();
 
 } // namespace tb5exporter

@@ -30,11 +30,11 @@ const char kIndex[] = R"(<html><head><title>tb5 exporter</title></head><body>
 <h1>tb5 exporter</h1><p><a href="/metrics">Metrics</a></p></body></html>
 )";
 
-tb5exporter::Response Handle(std::string_view path)
+tb5exporter::Response handle(std::string_view path)
 {
 	tb5exporter::Response r;
 	if (path == "/metrics") {
-		r.body = tb5exporter::Format(tb5exporter::Collect());
+		r.body = tb5exporter::format(tb5exporter::collect());
 	} else if (path == "/") {
 		r.content_type = "text/html; charset=utf-8";
 		r.body = kIndex;
@@ -49,7 +49,7 @@ tb5exporter::Response Handle(std::string_view path)
 // SIGTERM and SIGINT, blocked here (and so in every thread started after)
 // and taken with sigtimedwait(): a stop request is never lost between a
 // check and a sleep.
-sigset_t StopSignals()
+sigset_t stop_signals()
 {
 	sigset_t set;
 	sigemptyset(&set);
@@ -60,7 +60,7 @@ sigset_t StopSignals()
 
 // Waits up to @seconds (forever when negative) for a stop signal: true
 // when one came.
-bool WaitForStop(const sigset_t &set, double seconds)
+bool wait_for_stop(const sigset_t &set, double seconds)
 {
 	for (;;) {
 		int sig;
@@ -82,17 +82,17 @@ bool WaitForStop(const sigset_t &set, double seconds)
 	}
 }
 
-int RunTextfile(const std::string &dir, double interval, bool once, const sigset_t &stop)
+int run_textfile(const std::string &dir, double interval, bool once, const sigset_t &stop)
 {
 	std::string error;
 	for (;;) {
-		if (!tb5exporter::WriteTextfile(dir, tb5exporter::Format(tb5exporter::Collect()),
+		if (!tb5exporter::write_textfile(dir, tb5exporter::format(tb5exporter::collect()),
 						&error)) {
 			std::fprintf(stderr, "tb5-exporter: %s\n", error.c_str());
 			if (once)
 				return 1;
 		}
-		if (once || WaitForStop(stop, interval))
+		if (once || wait_for_stop(stop, interval))
 			return 0;
 	}
 }
@@ -152,26 +152,26 @@ int main(int argc, char **argv)
 		return rc == 0 ? 0 : 2;
 	}
 
-	const sigset_t stop = StopSignals();
+	const sigset_t stop = stop_signals();
 	pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 	std::signal(SIGPIPE, SIG_IGN);
 
 	if (!textfile_dir.empty())
-		return RunTextfile(textfile_dir, interval, once, stop);
+		return run_textfile(textfile_dir, interval, once, stop);
 
 	if (once) {
-		const std::string body = tb5exporter::Format(tb5exporter::Collect());
+		const std::string body = tb5exporter::format(tb5exporter::collect());
 		std::fwrite(body.data(), 1, body.size(), stdout);
 		return std::fflush(stdout) == 0 ? 0 : 1;
 	}
 
 	std::string error;
-	if (!web_config.empty() && !tb5exporter::LoadWebConfig(web_config, &opts.web, &error)) {
+	if (!web_config.empty() && !tb5exporter::load_web_config(web_config, &opts.web, &error)) {
 		std::fprintf(stderr, "tb5-exporter: %s\n", error.c_str());
 		return 2;
 	}
 	tb5exporter::Server server;
-	if (!server.Start(opts, Handle, &error)) {
+	if (!server.start(opts, handle, &error)) {
 		std::fprintf(stderr, "tb5-exporter: %s\n", error.c_str());
 		return 1;
 	}
@@ -179,8 +179,8 @@ int main(int argc, char **argv)
 		     TB5_EXPORTER_VERSION, opts.address.c_str(), opts.port,
 		     opts.web.tls ? " over TLS" : "",
 		     opts.web.users.empty() ? "" : " with basic auth");
-	WaitForStop(stop, -1);
-	server.Stop();
+	wait_for_stop(stop, -1);
+	server.stop();
 	std::fprintf(stderr, "tb5-exporter: stopped\n");
 	return 0;
 }

@@ -16,7 +16,7 @@ namespace {
 
 class Writer {
 public:
-	void Family(const char *name, const char *type, const char *help)
+	void family(const char *name, const char *type, const char *help)
 	{
 		out_ += "# HELP ";
 		out_ += name;
@@ -29,24 +29,24 @@ public:
 		out_ += '\n';
 	}
 
-	void Sample(const char *name, std::string_view labels, uint64_t value)
+	void sample(const char *name, std::string_view labels, uint64_t value)
 	{
 		char buf[32];
 		std::snprintf(buf, sizeof(buf), "%" PRIu64, value);
-		Line(name, labels, buf);
+		line(name, labels, buf);
 	}
 
-	void Sample(const char *name, std::string_view labels, double value)
+	void sample(const char *name, std::string_view labels, double value)
 	{
 		char buf[64];
 		std::snprintf(buf, sizeof(buf), "%.9g", value);
-		Line(name, labels, buf);
+		line(name, labels, buf);
 	}
 
-	std::string Take() { return std::move(out_); }
+	std::string take() { return std::move(out_); }
 
 private:
-	void Line(const char *name, std::string_view labels, const char *value)
+	void line(const char *name, std::string_view labels, const char *value)
 	{
 		out_ += name;
 		if (!labels.empty()) {
@@ -62,12 +62,12 @@ private:
 	std::string out_;
 };
 
-std::string Label(const char *key, std::string_view value)
+std::string label(const char *key, std::string_view value)
 {
-	return std::string(key) + "=\"" + EscapeLabel(value) + '"';
+	return std::string(key) + "=\"" + escape_label(value) + '"';
 }
 
-std::string Hex(uint64_t v)
+std::string hex(uint64_t v)
 {
 	char buf[24];
 	std::snprintf(buf, sizeof(buf), "0x%016" PRIx64, v);
@@ -76,7 +76,7 @@ std::string Hex(uint64_t v)
 
 } // namespace
 
-std::string EscapeLabel(std::string_view value)
+std::string escape_label(std::string_view value)
 {
 	std::string out;
 	out.reserve(value.size());
@@ -91,28 +91,28 @@ std::string EscapeLabel(std::string_view value)
 	return out;
 }
 
-std::string Format(const Snapshot &snap)
+std::string format(const Snapshot &snap)
 {
 	Writer w;
 
-	w.Family("tb5_exporter_build_info", "gauge", "The exporter's version (always 1).");
-	w.Sample("tb5_exporter_build_info", Label("version", snap.version), uint64_t{1});
-	w.Family("tb5_exporter_scrape_duration_seconds", "gauge",
+	w.family("tb5_exporter_build_info", "gauge", "The exporter's version (always 1).");
+	w.sample("tb5_exporter_build_info", label("version", snap.version), uint64_t{1});
+	w.family("tb5_exporter_scrape_duration_seconds", "gauge",
 		 "Seconds it took to collect this scrape.");
-	w.Sample("tb5_exporter_scrape_duration_seconds", "", snap.scrape_seconds);
+	w.sample("tb5_exporter_scrape_duration_seconds", "", snap.scrape_seconds);
 
-	w.Family("tb5_up", "gauge",
+	w.family("tb5_up", "gauge",
 		 "1 when the links of this host could be listed (module loaded or simulator), else 0.");
-	w.Sample("tb5_up", "", uint64_t{snap.links_ok ? 1u : 0u});
+	w.sample("tb5_up", "", uint64_t{snap.links_ok ? 1u : 0u});
 
-	w.Family("tb5_link_info", "gauge",
+	w.family("tb5_link_info", "gauge",
 		 "One per link (always 1): backend, state, this end's and the peer's host ids.");
 	for (const LinkSample &l : snap.links)
-		w.Sample("tb5_link_info",
-			 Label("link", l.name) + ',' + Label("backend", l.backend) + ',' +
-				 Label("state", tb5_link_state_str(l.state)) + ',' +
-				 Label("host", Hex(l.local_host)) + ',' +
-				 Label("peer_host", l.peer_host ? Hex(l.peer_host) : std::string()),
+		w.sample("tb5_link_info",
+			 label("link", l.name) + ',' + label("backend", l.backend) + ',' +
+				 label("state", tb5_link_state_str(l.state)) + ',' +
+				 label("host", hex(l.local_host)) + ',' +
+				 label("peer_host", l.peer_host ? hex(l.peer_host) : std::string()),
 			 uint64_t{1});
 
 	struct Gauge {
@@ -134,9 +134,9 @@ std::string Format(const Snapshot &snap)
 		 [](const LinkSample &l) -> uint64_t { return l.have_counters ? 1 : 0; }},
 	};
 	for (const Gauge &g : kGauges) {
-		w.Family(g.name, "gauge", g.help);
+		w.family(g.name, "gauge", g.help);
 		for (const LinkSample &l : snap.links)
-			w.Sample(g.name, Label("link", l.name), g.get(l));
+			w.sample(g.name, label("link", l.name), g.get(l));
 	}
 
 	static const Gauge kCounters[] = {
@@ -152,10 +152,10 @@ std::string Format(const Snapshot &snap)
 		 [](const LinkSample &l) { return l.errors; }},
 	};
 	for (const Gauge &g : kCounters) {
-		w.Family(g.name, "counter", g.help);
+		w.family(g.name, "counter", g.help);
 		for (const LinkSample &l : snap.links)
 			if (l.have_counters)
-				w.Sample(g.name, Label("link", l.name), g.get(l));
+				w.sample(g.name, label("link", l.name), g.get(l));
 	}
 
 	// One family, a label per kind, so that sum() gives every drop.
@@ -169,19 +169,19 @@ std::string Format(const Snapshot &snap)
 		{"ring_overflow", &LinkSample::drop_ring_overflow},
 		{"sequence_gap", &LinkSample::drop_sequence_gap},
 	};
-	w.Family("tb5_link_rx_drops_total", "counter",
+	w.family("tb5_link_rx_drops_total", "counter",
 		 "Received frames the link dropped or refused, by kind: malformed, "
 		 "unknown_connection, out_of_window, ring_overflow, sequence_gap.");
 	for (const LinkSample &l : snap.links)
 		if (l.have_drops)
 			for (const auto &k : kDrops)
-				w.Sample("tb5_link_rx_drops_total",
-					 Label("link", l.name) + ',' + Label("kind", k.kind),
+				w.sample("tb5_link_rx_drops_total",
+					 label("link", l.name) + ',' + label("kind", k.kind),
 					 l.*k.field);
 
-	w.Family("tb5_plugin_up", "gauge",
+	w.family("tb5_plugin_up", "gauge",
 		 "1 when the NCCL plugin's live counters could be read (0: none published).");
-	w.Sample("tb5_plugin_up", "", uint64_t{snap.plugin_ok ? 1u : 0u});
+	w.sample("tb5_plugin_up", "", uint64_t{snap.plugin_ok ? 1u : 0u});
 	struct PluginMetric {
 		const char *name, *type, *help;
 		uint64_t (*get)(const PluginSample &);
@@ -201,11 +201,11 @@ std::string Format(const Snapshot &snap)
 		 [](const PluginSample &p) -> uint64_t { return p.processes; }},
 	};
 	for (const PluginMetric &m : kPlugin) {
-		w.Family(m.name, m.type, m.help);
+		w.family(m.name, m.type, m.help);
 		for (const PluginSample &p : snap.plugin)
-			w.Sample(m.name, Label("link", p.link), m.get(p));
+			w.sample(m.name, label("link", p.link), m.get(p));
 	}
-	return w.Take();
+	return w.take();
 }
 
 } // namespace tb5exporter

@@ -47,9 +47,9 @@ struct Snapshot {
 };
 
 // A label value escaped as the text format wants: \ " and newline.
-std::string EscapeLabel(std::string_view value);
+std::string escape_label(std::string_view value);
 
 // The whole /metrics body: HELP and TYPE lines, one family after another.
-std::string Format(const Snapshot &snap);
+std::string format(const Snapshot &snap);
 
 } // namespace tb5exporter

@@ -19,7 +19,7 @@ namespace tb5exporter {
 namespace {
 
 // libmicrohttpd's log callback: its format comes from the library.
-__attribute__((format(printf, 2, 0))) void Log(void *, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) void log(void *, const char *fmt, va_list ap)
 {
 	char buf[512];
 	std::vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -29,13 +29,13 @@ __attribute__((format(printf, 2, 0))) void Log(void *, const char *fmt, va_list 
 	std::fprintf(stderr, "tb5-exporter: http: %s\n", buf);
 }
 
-MHD_Result Access(void *cls, struct MHD_Connection *connection, const char *url,
+MHD_Result access(void *cls, struct MHD_Connection *connection, const char *url,
 		  const char *method, const char *, const char *, size_t *, void **)
 {
-	return static_cast<Server *>(cls)->Answer(connection, url, method) ? MHD_YES : MHD_NO;
+	return static_cast<Server *>(cls)->answer(connection, url, method) ? MHD_YES : MHD_NO;
 }
 
-bool Queue(MHD_Connection *c, const Response &r, bool auth_failed)
+bool queue(MHD_Connection *c, const Response &r, bool auth_failed)
 {
 	MHD_Response *resp = MHD_create_response_from_buffer(
 		r.body.size(), const_cast<char *>(r.body.data()), MHD_RESPMEM_MUST_COPY);
@@ -51,7 +51,7 @@ bool Queue(MHD_Connection *c, const Response &r, bool auth_failed)
 	return ok == MHD_YES;
 }
 
-Response Text(int status, const char *body)
+Response text(int status, const char *body)
 {
 	Response r;
 	r.status = status;
@@ -62,29 +62,29 @@ Response Text(int status, const char *body)
 
 } // namespace
 
-int Server::Answer(void *connection, const char *url, const char *method)
+int Server::answer(void *connection, const char *url, const char *method)
 {
 	auto *c = static_cast<MHD_Connection *>(connection);
 	if (!opts_.web.users.empty()) {
 		char *pass = nullptr;
 		char *user = MHD_basic_auth_get_username_password(c, &pass);
-		const bool ok = user && pass && opts_.web.CheckPassword(user, pass);
+		const bool ok = user && pass && opts_.web.check_password(user, pass);
 		if (user)
 			MHD_free(user);
 		if (pass)
 			MHD_free(pass);
 		if (!ok)
-			return Queue(c, Text(401, "unauthorized\n"), true);
+			return queue(c, text(401, "unauthorized\n"), true);
 	}
 	if (std::strcmp(method, MHD_HTTP_METHOD_GET) && std::strcmp(method, MHD_HTTP_METHOD_HEAD))
-		return Queue(c, Text(405, "only GET and HEAD\n"), false);
+		return queue(c, text(405, "only GET and HEAD\n"), false);
 	// libmicrohttpd hands over the path without its query string.
-	return Queue(c, handler_(url ? url : "/"), false);
+	return queue(c, handler_(url ? url : "/"), false);
 }
 
-bool Server::Start(const ServerOptions &opts, Handler handler, std::string *error)
+bool Server::start(const ServerOptions &opts, Handler handler, std::string *error)
 {
-	Stop();
+	stop();
 	opts_ = opts;
 	handler_ = std::move(handler);
 
@@ -120,7 +120,7 @@ bool Server::Start(const ServerOptions &opts, Handler handler, std::string *erro
 
 	std::vector<MHD_OptionItem> o = {
 		// First, so that the library's own messages go through it too.
-		{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)&Log, nullptr},
+		{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)&log, nullptr},
 		{MHD_OPTION_CONNECTION_LIMIT, (intptr_t)opts_.max_connections, nullptr},
 		{MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)opts_.max_per_client, nullptr},
 		{MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)opts_.timeout_s, nullptr},
@@ -133,7 +133,7 @@ bool Server::Start(const ServerOptions &opts, Handler handler, std::string *erro
 		o.push_back({MHD_OPTION_SOCK_ADDR, 0, &sa});
 	std::string priorities;
 	if (opts_.web.tls) {
-		priorities = opts_.web.TlsPriorities();
+		priorities = opts_.web.tls_priorities();
 		o.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char *>(opts_.web.key_pem.c_str())});
 		o.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char *>(opts_.web.cert_pem.c_str())});
 		o.push_back({MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char *>(priorities.c_str())});
@@ -141,7 +141,7 @@ bool Server::Start(const ServerOptions &opts, Handler handler, std::string *erro
 	o.push_back({MHD_OPTION_END, 0, nullptr});
 
 	auto start = [&](unsigned int f) {
-		return MHD_start_daemon(f, (uint16_t)opts_.port, nullptr, nullptr, &Access, this,
+		return MHD_start_daemon(f, (uint16_t)opts_.port, nullptr, nullptr, &access, this,
 					MHD_OPTION_ARRAY, o.data(), MHD_OPTION_END);
 	};
 	daemon_ = start(any ? flags | MHD_USE_DUAL_STACK : flags);
@@ -157,7 +157,7 @@ bool Server::Start(const ServerOptions &opts, Handler handler, std::string *erro
 	return true;
 }
 
-void Server::Stop()
+void Server::stop()
 {
 	if (daemon_) {
 		MHD_stop_daemon(daemon_);

@@ -42,16 +42,16 @@ public:
 	Server() = default;
 	Server(const Server &) = delete;
 	Server &operator=(const Server &) = delete;
-	~Server() { Stop(); }
+	~Server() { stop(); }
 
 	// Listens and serves on a thread of its own. False with *error when
 	// it cannot (address, port in use, TLS files the library refuses).
-	bool Start(const ServerOptions &opts, Handler handler, std::string *error);
+	bool start(const ServerOptions &opts, Handler handler, std::string *error);
 	// Stops listening and closes every connection; idempotent.
-	void Stop();
+	void stop();
 
 	// The answer to one request (for the library's callback).
-	int Answer(void *connection, const char *url, const char *method);
+	int answer(void *connection, const char *url, const char *method);
 
 private:
 	MHD_Daemon *daemon_ = nullptr;

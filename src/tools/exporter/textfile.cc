@@ -13,7 +13,7 @@
 
 namespace tb5exporter {
 
-bool WriteTextfile(const std::string &dir, const std::string &body, std::string *error)
+bool write_textfile(const std::string &dir, const std::string &body, std::string *error)
 {
 	const std::string final_path = dir + "/" + kTextfileName;
 	// The collector reads *.prom only: the temporary name is not one.

@@ -15,6 +15,6 @@ inline constexpr const char *kTextfileName = "tb5.prom";
 
 // Writes @body as @dir/tb5.prom, mode 0644. False with *error otherwise
 // (nothing left behind).
-bool WriteTextfile(const std::string &dir, const std::string &body, std::string *error);
+bool write_textfile(const std::string &dir, const std::string &body, std::string *error);
 
 } // namespace tb5exporter

@@ -15,7 +15,7 @@ namespace tb5exporter {
 
 namespace {
 
-bool ReadFile(const std::string &path, std::string *out, std::string *error)
+bool read_file(const std::string &path, std::string *out, std::string *error)
 {
 	std::ifstream in(path, std::ios::binary);
 	if (!in) {
@@ -28,7 +28,7 @@ bool ReadFile(const std::string &path, std::string *out, std::string *error)
 	return true;
 }
 
-std::string Resolve(const std::string &dir, const std::string &path)
+std::string resolve(const std::string &dir, const std::string &path)
 {
 	if (path.empty() || path[0] == '/' || dir.empty())
 		return path;
@@ -36,7 +36,7 @@ std::string Resolve(const std::string &dir, const std::string &path)
 }
 
 // The keys of @node not in @known, one of them named in *error.
-bool OnlyKnownKeys(const YAML::Node &node, const std::set<std::string> &known,
+bool only_known_keys(const YAML::Node &node, const std::set<std::string> &known,
 		   const std::set<std::string> &refused, const std::string &where,
 		   std::string *error)
 {
@@ -54,7 +54,7 @@ bool OnlyKnownKeys(const YAML::Node &node, const std::set<std::string> &known,
 	return true;
 }
 
-bool IsBcrypt(const std::string &hash)
+bool is_bcrypt(const std::string &hash)
 {
 	// $2a$, $2b$ or $2y$, a two-digit cost, $, 53 characters of salt and hash.
 	return hash.size() == 60 && hash[0] == '$' && hash[1] == '2' &&
@@ -64,7 +64,7 @@ bool IsBcrypt(const std::string &hash)
 
 } // namespace
 
-std::string WebConfig::TlsPriorities() const
+std::string WebConfig::tls_priorities() const
 {
 	// GnuTLS's defaults, minus the versions below min_version.
 	std::string p = "NORMAL";
@@ -76,7 +76,7 @@ std::string WebConfig::TlsPriorities() const
 	return p;
 }
 
-bool WebConfig::CheckPassword(const std::string &user, const std::string &password) const
+bool WebConfig::check_password(const std::string &user, const std::string &password) const
 {
 	auto it = users.find(user);
 	// An unknown user costs a hash too, so that timing does not say which
@@ -98,7 +98,7 @@ bool WebConfig::CheckPassword(const std::string &user, const std::string &passwo
 	return diff == 0 && it != users.end();
 }
 
-bool ParseWebConfig(const std::string &yaml, const std::string &dir, WebConfig *out,
+bool parse_web_config(const std::string &yaml, const std::string &dir, WebConfig *out,
 		    std::string *error)
 {
 	WebConfig c;
@@ -118,7 +118,7 @@ bool ParseWebConfig(const std::string &yaml, const std::string &dir, WebConfig *
 		return false;
 	}
 	try {
-		if (!OnlyKnownKeys(root, {"tls_server_config", "basic_auth_users"},
+		if (!only_known_keys(root, {"tls_server_config", "basic_auth_users"},
 				   {"http_server_config"}, "", error))
 			return false;
 		if (const YAML::Node tls = root["tls_server_config"]; tls && !tls.IsNull()) {
@@ -126,7 +126,7 @@ bool ParseWebConfig(const std::string &yaml, const std::string &dir, WebConfig *
 				*error = "tls_server_config: not a mapping";
 				return false;
 			}
-			if (!OnlyKnownKeys(tls, {"cert_file", "key_file", "min_version", "client_auth_type"},
+			if (!only_known_keys(tls, {"cert_file", "key_file", "min_version", "client_auth_type"},
 					   {"cert", "key", "client_ca_file", "cipher_suites",
 					    "curve_preferences", "max_version",
 					    "prefer_server_cipher_suites", "client_allowed_sans"},
@@ -137,8 +137,8 @@ bool ParseWebConfig(const std::string &yaml, const std::string &dir, WebConfig *
 				*error = "tls_server_config.client_auth_type: only NoClientCert is supported";
 				return false;
 			}
-			c.cert_file = Resolve(dir, tls["cert_file"] ? tls["cert_file"].as<std::string>() : "");
-			c.key_file = Resolve(dir, tls["key_file"] ? tls["key_file"].as<std::string>() : "");
+			c.cert_file = resolve(dir, tls["cert_file"] ? tls["cert_file"].as<std::string>() : "");
+			c.key_file = resolve(dir, tls["key_file"] ? tls["key_file"].as<std::string>() : "");
 			if (c.cert_file.empty() || c.key_file.empty()) {
 				*error = "tls_server_config: cert_file and key_file are both required";
 				return false;
@@ -152,8 +152,8 @@ bool ParseWebConfig(const std::string &yaml, const std::string &dir, WebConfig *
 					return false;
 				}
 			}
-			if (!ReadFile(c.cert_file, &c.cert_pem, error) ||
-			    !ReadFile(c.key_file, &c.key_pem, error))
+			if (!read_file(c.cert_file, &c.cert_pem, error) ||
+			    !read_file(c.key_file, &c.key_pem, error))
 				return false;
 			c.tls = true;
 		}
@@ -169,7 +169,7 @@ bool ParseWebConfig(const std::string &yaml, const std::string &dir, WebConfig *
 					*error = "basic_auth_users: '" + user + "' is not a user name";
 					return false;
 				}
-				if (!IsBcrypt(hash)) {
+				if (!is_bcrypt(hash)) {
 					*error = "basic_auth_users." + user +
 						 ": not a bcrypt hash (make one with htpasswd -nBC 10 " + user + ")";
 					return false;
@@ -185,14 +185,14 @@ bool ParseWebConfig(const std::string &yaml, const std::string &dir, WebConfig *
 	return true;
 }
 
-bool LoadWebConfig(const std::string &path, WebConfig *out, std::string *error)
+bool load_web_config(const std::string &path, WebConfig *out, std::string *error)
 {
 	std::string text;
-	if (!ReadFile(path, &text, error))
+	if (!read_file(path, &text, error))
 		return false;
 	const size_t slash = path.rfind('/');
 	const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-	if (!ParseWebConfig(text, dir, out, error)) {
+	if (!parse_web_config(text, dir, out, error)) {
 		*error = path + ": " + *error;
 		return false;
 	}

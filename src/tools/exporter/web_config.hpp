@@ -29,16 +29,16 @@ struct WebConfig {
 	std::map<std::string, std::string> users;	// name -> bcrypt hash
 
 	// The GnuTLS priority string for min_version.
-	std::string TlsPriorities() const;
+	std::string tls_priorities() const;
 	// True when @user is listed and @password matches its hash.
-	bool CheckPassword(const std::string &user, const std::string &password) const;
+	bool check_password(const std::string &user, const std::string &password) const;
 };
 
 // Reads and checks @path. False with *error naming the file and the key.
-bool LoadWebConfig(const std::string &path, WebConfig *out, std::string *error);
+bool load_web_config(const std::string &path, WebConfig *out, std::string *error);
 
 // Parses @yaml (the file's text; @dir resolves relative paths). For tests.
-bool ParseWebConfig(const std::string &yaml, const std::string &dir, WebConfig *out,
+bool parse_web_config(const std::string &yaml, const std::string &dir, WebConfig *out,
 		    std::string *error);
 
 } // namespace tb5exporter

@@ -9,8 +9,8 @@
 #include <sstream>
 #include <string>
 
-using tb5exporter::EscapeLabel;
-using tb5exporter::Format;
+using tb5exporter::escape_label;
+using tb5exporter::format;
 using tb5exporter::LinkSample;
 using tb5exporter::PluginSample;
 using tb5exporter::Snapshot;
@@ -61,15 +61,15 @@ Snapshot TwoLinks()
 
 TEST(ExporterFormat, EscapesLabelValues)
 {
-	EXPECT_EQ(EscapeLabel("plain"), "plain");
-	EXPECT_EQ(EscapeLabel("a\"b"), "a\\\"b");
-	EXPECT_EQ(EscapeLabel("a\\b"), "a\\\\b");
-	EXPECT_EQ(EscapeLabel("a\nb"), "a\\nb");
+	EXPECT_EQ(escape_label("plain"), "plain");
+	EXPECT_EQ(escape_label("a\"b"), "a\\\"b");
+	EXPECT_EQ(escape_label("a\\b"), "a\\\\b");
+	EXPECT_EQ(escape_label("a\nb"), "a\\nb");
 }
 
 TEST(ExporterFormat, EveryFamilyHasHelpAndTypeOnce)
 {
-	const std::string text = Format(TwoLinks());
+	const std::string text = format(TwoLinks());
 	std::istringstream in(text);
 	int help = 0, type = 0;
 	std::string last_family;
@@ -93,7 +93,7 @@ TEST(ExporterFormat, EveryFamilyHasHelpAndTypeOnce)
 
 TEST(ExporterFormat, LinksAndCounters)
 {
-	const std::string text = Format(TwoLinks());
+	const std::string text = format(TwoLinks());
 	EXPECT_TRUE(Has(text, "tb5_exporter_build_info{version=\"9.8.7\"} 1"));
 	EXPECT_TRUE(Has(text, "tb5_up 1"));
 	EXPECT_TRUE(Has(text, "tb5_link_info{link=\"tb5_0\",backend=\"kernel\",state=\"ready\","
@@ -122,7 +122,7 @@ TEST(ExporterFormat, NoLinksStillNamesTheFamilies)
 {
 	Snapshot s;
 	s.version = "1.0.0";
-	const std::string text = Format(s);
+	const std::string text = format(s);
 	EXPECT_TRUE(Has(text, "tb5_up 0"));
 	EXPECT_TRUE(Has(text, "tb5_plugin_up 0"));
 	EXPECT_TRUE(Has(text, "# TYPE tb5_link_rx_bytes_total counter"));
@@ -143,7 +143,7 @@ TEST(ExporterFormat, PluginCounters)
 	p.errors = 0;
 	p.processes = 2;
 	s.plugin = {p};
-	const std::string text = Format(s);
+	const std::string text = format(s);
 	EXPECT_TRUE(Has(text, "tb5_plugin_up 1"));
 	EXPECT_TRUE(Has(text, "tb5_plugin_tx_bytes_total{link=\"tb5_0\"} 1099511627776"));
 	EXPECT_TRUE(Has(text, "tb5_plugin_rx_ops_total{link=\"tb5_0\"} 7"));

@@ -44,9 +44,9 @@ TEST(Textfile, WrittenAndReplacedWhole)
 	const char *dir = mkdtemp(tmpl);
 	ASSERT_TRUE(dir);
 	std::string error;
-	ASSERT_TRUE(tb5exporter::WriteTextfile(dir, "tb5_up 1\n", &error)) << error;
+	ASSERT_TRUE(tb5exporter::write_textfile(dir, "tb5_up 1\n", &error)) << error;
 	EXPECT_EQ(Read(std::string(dir) + "/tb5.prom"), "tb5_up 1\n");
-	ASSERT_TRUE(tb5exporter::WriteTextfile(dir, "tb5_up 0\n", &error)) << error;
+	ASSERT_TRUE(tb5exporter::write_textfile(dir, "tb5_up 0\n", &error)) << error;
 	EXPECT_EQ(Read(std::string(dir) + "/tb5.prom"), "tb5_up 0\n");
 	EXPECT_EQ(Entries(dir), std::vector<std::string>{"tb5.prom"});
 	struct stat st;
@@ -58,7 +58,7 @@ TEST(Textfile, WrittenAndReplacedWhole)
 TEST(Textfile, ADirectoryItCannotWriteIsNamed)
 {
 	std::string error;
-	EXPECT_FALSE(tb5exporter::WriteTextfile("/nonexistent-tb5-dir", "x\n", &error));
+	EXPECT_FALSE(tb5exporter::write_textfile("/nonexistent-tb5-dir", "x\n", &error));
 	EXPECT_NE(error.find("/nonexistent-tb5-dir"), std::string::npos) << error;
 }
 

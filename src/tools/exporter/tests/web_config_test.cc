@@ -13,7 +13,7 @@
 
 namespace {
 
-using tb5exporter::ParseWebConfig;
+using tb5exporter::parse_web_config;
 using tb5exporter::WebConfig;
 
 // bcrypt of "right-pass" at cost 4 (cheap for a test; real ones use 10+).
@@ -23,7 +23,7 @@ std::string Refusal(const std::string &yaml, const std::string &dir = "/nonexist
 {
 	WebConfig c;
 	std::string error;
-	EXPECT_FALSE(ParseWebConfig(yaml, dir, &c, &error)) << yaml;
+	EXPECT_FALSE(parse_web_config(yaml, dir, &c, &error)) << yaml;
 	return error;
 }
 
@@ -31,24 +31,24 @@ TEST(WebConfig, EmptyMeansPlainHttpWithoutAuth)
 {
 	WebConfig c;
 	std::string error;
-	ASSERT_TRUE(ParseWebConfig("", ".", &c, &error)) << error;
+	ASSERT_TRUE(parse_web_config("", ".", &c, &error)) << error;
 	EXPECT_FALSE(c.tls);
 	EXPECT_TRUE(c.users.empty());
-	ASSERT_TRUE(ParseWebConfig("# nothing\n", ".", &c, &error)) << error;
+	ASSERT_TRUE(parse_web_config("# nothing\n", ".", &c, &error)) << error;
 }
 
 TEST(WebConfig, BasicAuthUsers)
 {
 	WebConfig c;
 	std::string error;
-	ASSERT_TRUE(ParseWebConfig(std::string("basic_auth_users:\n  prom: ") + kHash + "\n", ".",
+	ASSERT_TRUE(parse_web_config(std::string("basic_auth_users:\n  prom: ") + kHash + "\n", ".",
 				   &c, &error))
 		<< error;
 	ASSERT_EQ(c.users.size(), 1u);
-	EXPECT_TRUE(c.CheckPassword("prom", "right-pass"));
-	EXPECT_FALSE(c.CheckPassword("prom", "wrong-pass"));
-	EXPECT_FALSE(c.CheckPassword("prom", ""));
-	EXPECT_FALSE(c.CheckPassword("nobody", "right-pass"));
+	EXPECT_TRUE(c.check_password("prom", "right-pass"));
+	EXPECT_FALSE(c.check_password("prom", "wrong-pass"));
+	EXPECT_FALSE(c.check_password("prom", ""));
+	EXPECT_FALSE(c.check_password("nobody", "right-pass"));
 }
 
 TEST(WebConfig, RefusesWhatItCannotHonour)
@@ -90,16 +90,16 @@ TEST(WebConfig, TlsFilesRelativeToTheConfig)
 		<< "tls_server_config:\n  cert_file: x.crt\n  key_file: x.key\n  min_version: TLS13\n";
 	WebConfig c;
 	std::string error;
-	ASSERT_TRUE(tb5exporter::LoadWebConfig(std::string(dir) + "/web.yml", &c, &error)) << error;
+	ASSERT_TRUE(tb5exporter::load_web_config(std::string(dir) + "/web.yml", &c, &error)) << error;
 	EXPECT_TRUE(c.tls);
 	EXPECT_EQ(c.cert_pem, "CERT");
 	EXPECT_EQ(c.key_pem, "KEY");
 	EXPECT_EQ(c.cert_file, std::string(dir) + "/x.crt");
-	EXPECT_EQ(c.TlsPriorities(), "NORMAL:-VERS-TLS1.0:-VERS-TLS1.1:-VERS-TLS1.2");
+	EXPECT_EQ(c.tls_priorities(), "NORMAL:-VERS-TLS1.0:-VERS-TLS1.1:-VERS-TLS1.2");
 	WebConfig d;
 	d.min_version = "TLS12";
-	EXPECT_EQ(d.TlsPriorities(), "NORMAL:-VERS-TLS1.0:-VERS-TLS1.1");
-	EXPECT_FALSE(tb5exporter::LoadWebConfig(std::string(dir) + "/none.yml", &c, &error));
+	EXPECT_EQ(d.tls_priorities(), "NORMAL:-VERS-TLS1.0:-VERS-TLS1.1");
+	EXPECT_FALSE(tb5exporter::load_web_config(std::string(dir) + "/none.yml", &c, &error));
 	EXPECT_NE(error.find("none.yml: cannot be read"), std::string::npos) << error;
 	(void)!std::system(("rm -rf '" + std::string(dir) + "'").c_str());
 }
