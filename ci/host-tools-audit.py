@@ -65,6 +65,7 @@ GUEST_FILES = {
     "ci/vm/soak/vm-tests.sh": "runs in the test VM",
     "tests/kernel/vm-tests.sh": "runs in the test VM",
     "tests/kernel/vm-tests-fabric.sh": "runs in the fabric's VMs",
+    "tests/kernel/vm-tests-lib.sh": "runs in the test VM and the fabric's VMs",
     "tests/kernel/vm-tests-plugin.sh": "runs in the test VM",
     "tests/kernel/vm-tests-tb.sh": "runs in the test VM",
     "tests/kernel/vm-tests-tools.sh": "runs in the test VM",

@@ -10,8 +10,9 @@
 #      (modules in build-kernel/modules/<kver>/)
 #   4. the VM test programs: `make -C tests/kernel OUT=build-kernel/vm-tests`
 #      (static, kernel-independent: built once) and static builds of
-#      tb5-selftest and tb5-perf (build-kernel/tools-static), or ci/vm/smoke while
-#      tests/kernel/ has no vm-tests.sh
+#      tb5-selftest, tb5-perf and libtb5's suites of tests/lib (LIB_SUITES,
+#      run with TB5_TEST_BACKEND=kernel; build-kernel/tools-static), or
+#      ci/vm/smoke while tests/kernel/ has no vm-tests.sh
 #   5. ci/vm/run.sh: each kernel booted under QEMU with its tb5.ko and the
 #      tests (console logs in build-kernel/vm-logs/<kver>.log)
 #   6. the emulated USB4 fabric: tbemu.ko built for each kernel
@@ -149,25 +150,44 @@ stage_dkms_tree() {
 	cmake --build "$BUILD" --target dkms-tree
 }
 
+# libtb5's suites of tests/lib that run over tb5.ko too (TB5_TEST_BACKEND=
+# kernel): vm-tests-lib.sh runs them on the loop pairs, vm-tests-fabric.sh
+# the two-host ones between the hosts. test_cq_bounds joins once it exists.
+LIB_SUITES=(test_sim_loop test_sim_mesh test_sim_rate test_sim_copy test_cq_bounds)
+
 # tb5-selftest and tb5-perf as static programs (the VM has no libc), next
-# to the uAPI test programs: vm-tests-tools.sh runs them on the loop pairs.
+# to the uAPI test programs: vm-tests-tools.sh runs them on the loop pairs;
+# and the suites of LIB_SUITES, static too, in lib/.
 build_static_tools() {
-	local dir=$BUILD/tools-static
+	local dir=$BUILD/tools-static t targets suites=()
 
 	if [[ -f $dir/CMakeCache.txt ]] &&
 		! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$dir/CMakeCache.txt"; then
 		rm -rf "$dir/CMakeCache.txt" "$dir/CMakeFiles"
 	fi
 	cmake -S "$TB5_ROOT" -B "$dir" -G Ninja -DTB5_STATIC_TOOLS=ON \
-		-DBUILD_TESTING=OFF -DTB5_BUILD_BENCHMARKS=OFF >/dev/null
+		-DBUILD_TESTING=ON -DTB5_BUILD_BENCHMARKS=OFF >/dev/null
+	# (Those CMake knows of: a suite is built once tests/lib defines it.)
+	targets=$(ninja -C "$dir" -t targets all)
+	for t in "${LIB_SUITES[@]}"; do
+		if grep -qx "$t: phony" <<<"$targets"; then suites+=("$t"); fi
+	done
 	# Static glibc warns that getgrnam() and dlopen() need its shared
 	# parts at run time; in the VM they fail cleanly (no group tb5, no
-	# plugin), which the checks report as SKIP.
-	cmake --build "$dir" --target tb5-selftest tb5-perf 2>&1 |
-		grep -v 'statically linked applications requires at runtime' || true
+	# plugin), which the checks report as SKIP. (And getaddrinfo(), for
+	# gtest's streaming listener, which the suites never use.)
+	cmake --build "$dir" --target tb5-selftest tb5-perf "${suites[@]}" 2>&1 |
+		grep -v -e 'statically linked applications requires at runtime' \
+			-e 'in function .testing::internal::StreamingListener' || true
 	[[ -x $dir/src/tools/selftest/tb5-selftest && -x $dir/src/tools/perf/tb5-perf ]] ||
 		tb5_die "the static tools did not build"
 	cp "$dir/src/tools/selftest/tb5-selftest" "$dir/src/tools/perf/tb5-perf" "$TESTS/"
+	rm -rf "${TESTS:?}/lib"
+	mkdir -p "$TESTS/lib"
+	for t in "${suites[@]}"; do
+		[[ -x $dir/tests/lib/$t ]] || tb5_die "the static $t did not build"
+		cp "$dir/tests/lib/$t" "$TESTS/lib/"
+	done
 }
 
 # The plugin's ABI harness, dynamic, with the plugin, libtb5 and the C and

@@ -37,6 +37,11 @@
 #                   and barriers; then on every device in turn a connection
 #                   each way through it and every size verified; every
 #                   cable carried data (its tx_bytes grew on both hosts)
+#   fabric.lib      libtb5's own suites (tests/lib) between the hosts,
+#                   TB5_TEST_BACKEND=kernel: test_sim_mesh (b's tests, a's
+#                   echo service on every link) and test_sim_copy's
+#                   SimCopyMesh (both directions at once); a's servers
+#                   must report each session ok (vm-tests-lib.sh)
 #   fabric.unplug.a, fabric.unplug.b
 #                   the cables pulled by host a (then by host b) in the
 #                   middle of a verified transfer: every link goes away on
@@ -521,6 +526,20 @@ reload_tb5() {
 		fail "$c" "insmod tb5 $*"
 	start_server
 }
+
+# libtb5's own two-host suites (tests/lib, vm-tests-lib.sh) over the tb
+# links: a serves and waits at the barrier (its responder), b runs the tests
+# against a's servers, then meets it there; a stops its servers.
+check=fabric.lib
+if [ "$ROLE" = a ]; then
+	sh "$here/vm-tests-lib.sh" serve || fail "$check" "the servers did not start"
+	barrier "$check"
+	sh "$here/vm-tests-lib.sh" stop || fail "$check" "a server failed (its FAIL line is above)"
+else
+	sh "$here/vm-tests-lib.sh" remote || fail "$check" "a suite failed (its FAIL line is above)"
+	barrier "$check"
+fi
+pass "$check"
 
 [ "$ROLE" = a ] && start_server
 

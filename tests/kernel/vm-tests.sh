@@ -246,6 +246,8 @@ rmmod_while rmmod-while-mapped tb5k-hold --mmap-only
 sh "$here/vm-tests-tools.sh" || fail tools "vm-tests-tools.sh failed (its FAIL line is above)"
 # The NCCL plugin's ABI harness on the loop pairs (vm-tests-plugin.sh).
 sh "$here/vm-tests-plugin.sh" || fail plugin-abi "vm-tests-plugin.sh failed (its FAIL line is above)"
+# libtb5's own suites (tests/lib) over the first loop pair (vm-tests-lib.sh).
+sh "$here/vm-tests-lib.sh" || fail lib "vm-tests-lib.sh failed (its FAIL line is above)"
 
 # Everything closed: rmmod works, and so does loading again.
 rmmod tb5 2>"$TMP/rmmod.err" ||
