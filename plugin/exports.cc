@@ -18,7 +18,7 @@ namespace {
 
 // ---- v12 / v11 -------------------------------------------------------------
 
-ncclResult_t InitV11(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11_t *config,
+ncclResult_t init_v11(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11_t *config,
 		     ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
 {
 	(void)comm_id;
@@ -26,47 +26,47 @@ ncclResult_t InitV11(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11_t *conf
 	(void)prof;
 	if (!ctx)
 		return ncclInvalidArgument;
-	return Init(ctx, logger);
+	return init(ctx, logger);
 }
 
-ncclResult_t ListenV11(void *ctx, int dev, void *handle, void **listen_comm)
+ncclResult_t listen_v11(void *ctx, int dev, void *handle, void **listen_comm)
 {
 	(void)ctx;
-	return Listen(dev, handle, listen_comm);
+	return listen(dev, handle, listen_comm);
 }
 
-ncclResult_t ConnectV11(void *ctx, int dev, void *handle, void **send_comm,
+ncclResult_t connect_v11(void *ctx, int dev, void *handle, void **send_comm,
 			ncclNetDeviceHandle_v11_t **dev_comm)
 {
 	(void)ctx;
 	(void)dev_comm;	// no device offload: left as NCCL set it
-	return Connect(dev, handle, send_comm);
+	return connect(dev, handle, send_comm);
 }
 
-ncclResult_t AcceptV7(void *listen_comm, void **recv_comm,
+ncclResult_t accept_v7(void *listen_comm, void **recv_comm,
 		      ncclNetDeviceHandle_v7_t **dev_comm)
 {
 	(void)dev_comm;
-	return Accept(listen_comm, recv_comm);
+	return accept(listen_comm, recv_comm);
 }
 
-ncclResult_t IsendV10(void *send_comm, void *data, size_t size, int tag,
+ncclResult_t isend_v10(void *send_comm, void *data, size_t size, int tag,
 		      void *mhandle, void *phandle, void **request)
 {
 	(void)phandle;	// no profiler events
-	return Isend(send_comm, data, size, tag, mhandle, request);
+	return isend(send_comm, data, size, tag, mhandle, request);
 }
 
-ncclResult_t IrecvV10(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+ncclResult_t irecv_v10(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
 		      void **mhandles, void **phandles, void **request)
 {
 	(void)phandles;
-	return Irecv(recv_comm, n, data, sizes, tags, mhandles, request);
+	return irecv(recv_comm, n, data, sizes, tags, mhandles, request);
 }
 
-ncclResult_t SetNetAttrV12(void *ctx, ncclNetAttr_v12_t *attr)
+ncclResult_t set_net_attr_v12(void *ctx, ncclNetAttr_v12_t *attr)
 {
-	return SetNetAttr(ctx, attr);
+	return set_net_attr(ctx, attr);
 }
 
 // Older property layouts: the same values, field by field, for the fields
@@ -74,11 +74,11 @@ ncclResult_t SetNetAttrV12(void *ctx, ncclNetAttr_v12_t *attr)
 // not told of virtual devices or of messages they cannot express (NCCL
 // caps its transfers by what the ABI can say). A virtual device of more
 // links than a layout's vProps can name cannot be described to it.
-template <typename P> ncclResult_t GetPropertiesAs(int dev, P *out)
+template <typename P> ncclResult_t get_properties_as(int dev, P *out)
 {
 	constexpr bool has_vprops = requires { out->vProps; };
 	ncclNetProperties_v12_t p;
-	ncclResult_t r = GetProperties(dev, &p);
+	ncclResult_t r = get_properties(dev, &p);
 	if (r != ncclSuccess)
 		return r;
 	if (p.vProps.ndevs > (has_vprops ? NCCL_NET_MAX_DEVS_PER_NIC : 1))
@@ -112,60 +112,60 @@ template <typename P> ncclResult_t GetPropertiesAs(int dev, P *out)
 
 // ---- v10 and older: one process-wide init, no finalize --------------------
 
-ncclResult_t InitV10(ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
+ncclResult_t init_v10(ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
 {
 	(void)prof;
-	return Init(nullptr, logger);
+	return init(nullptr, logger);
 }
 
-ncclResult_t InitV7(ncclDebugLogger_t logger)
+ncclResult_t init_v7(ncclDebugLogger_t logger)
 {
-	return Init(nullptr, logger);
+	return init(nullptr, logger);
 }
 
-ncclResult_t ConnectV10(int dev, ncclNetCommConfig_v10_t *config, void *handle,
+ncclResult_t connect_v10(int dev, ncclNetCommConfig_v10_t *config, void *handle,
 			void **send_comm, ncclNetDeviceHandle_v10_t **dev_comm)
 {
 	(void)config;
 	(void)dev_comm;
-	return Connect(dev, handle, send_comm);
+	return connect(dev, handle, send_comm);
 }
 
-ncclResult_t ConnectV7(int dev, void *handle, void **send_comm,
+ncclResult_t connect_v7(int dev, void *handle, void **send_comm,
 		       ncclNetDeviceHandle_v7_t **dev_comm)
 {
 	(void)dev_comm;
-	return Connect(dev, handle, send_comm);
+	return connect(dev, handle, send_comm);
 }
 
-ncclResult_t IsendV9(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+ncclResult_t isend_v9(void *send_comm, void *data, size_t size, int tag, void *mhandle,
 		     void **request)
 {
-	return Isend(send_comm, data, size, tag, mhandle, request);
+	return isend(send_comm, data, size, tag, mhandle, request);
 }
 
-ncclResult_t IrecvV9(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+ncclResult_t irecv_v9(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
 		     void **mhandles, void **request)
 {
-	return Irecv(recv_comm, n, data, sizes, tags, mhandles, request);
+	return irecv(recv_comm, n, data, sizes, tags, mhandles, request);
 }
 
-ncclResult_t RegMrV7(void *comm, void *data, int size, int type, void **mhandle)
+ncclResult_t reg_mr_v7(void *comm, void *data, int size, int type, void **mhandle)
 {
 	if (size < 0)
 		return ncclInvalidArgument;
-	return RegMr(comm, data, (size_t)size, type, mhandle);
+	return reg_mr(comm, data, (size_t)size, type, mhandle);
 }
 
-ncclResult_t IsendV7(void *send_comm, void *data, int size, int tag, void *mhandle,
+ncclResult_t isend_v7(void *send_comm, void *data, int size, int tag, void *mhandle,
 		     void **request)
 {
 	if (size < 0)
 		return ncclInvalidArgument;
-	return Isend(send_comm, data, (size_t)size, tag, mhandle, request);
+	return isend(send_comm, data, (size_t)size, tag, mhandle, request);
 }
 
-ncclResult_t IrecvV7(void *recv_comm, int n, void **data, int *sizes, int *tags,
+ncclResult_t irecv_v7(void *recv_comm, int n, void **data, int *sizes, int *tags,
 		     void **mhandles, void **request)
 {
 	if (n < 1 || n > kMaxRecvs || !sizes)
@@ -176,7 +176,7 @@ ncclResult_t IrecvV7(void *recv_comm, int n, void **data, int *sizes, int *tags,
 			return ncclInvalidArgument;
 		wide[i] = (size_t)sizes[i];
 	}
-	return Irecv(recv_comm, n, data, wide, tags, mhandles, request);
+	return irecv(recv_comm, n, data, wide, tags, mhandles, request);
 }
 
 } // namespace
@@ -185,41 +185,41 @@ ncclResult_t IrecvV7(void *recv_comm, int n, void **data, int *sizes, int *tags,
 using namespace tb5net;
 
 TB5_EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = {
-	kName, InitV11, Devices, GetProperties, ListenV11, ConnectV11, AcceptV7,
-	RegMr, RegMrDmaBuf, DeregMr, IsendV10, IrecvV10, Iflush, Test,
-	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
-	nullptr /* makeVDevice: see net.cc */, Finalize, SetNetAttrV12,
+	kName, init_v11, devices, get_properties, listen_v11, connect_v11, accept_v7,
+	reg_mr, reg_mr_dma_buf, dereg_mr, isend_v10, irecv_v10, iflush, test,
+	close_send, close_recv, close_listen, get_device_mr, irecv_consumed,
+	nullptr /* makeVDevice: see net.cc */, finalize, set_net_attr_v12,
 };
 
 TB5_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
-	kName, InitV11, Devices, GetPropertiesAs<ncclNetProperties_v11_t>, ListenV11, ConnectV11, AcceptV7,
-	RegMr, RegMrDmaBuf, DeregMr, IsendV10, IrecvV10, Iflush, Test,
-	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
-	nullptr /* makeVDevice */, Finalize, SetNetAttrV12,
+	kName, init_v11, devices, get_properties_as<ncclNetProperties_v11_t>, listen_v11, connect_v11, accept_v7,
+	reg_mr, reg_mr_dma_buf, dereg_mr, isend_v10, irecv_v10, iflush, test,
+	close_send, close_recv, close_listen, get_device_mr, irecv_consumed,
+	nullptr /* makeVDevice */, finalize, set_net_attr_v12,
 };
 
 TB5_EXPORT const ncclNet_v10_t ncclNetPlugin_v10 = {
-	kName, InitV10, Devices, GetPropertiesAs<ncclNetProperties_v9_t>, Listen, ConnectV10, AcceptV7,
-	RegMr, RegMrDmaBuf, DeregMr, IsendV10, IrecvV10, Iflush, Test,
-	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
+	kName, init_v10, devices, get_properties_as<ncclNetProperties_v9_t>, listen, connect_v10, accept_v7,
+	reg_mr, reg_mr_dma_buf, dereg_mr, isend_v10, irecv_v10, iflush, test,
+	close_send, close_recv, close_listen, get_device_mr, irecv_consumed,
 	nullptr /* makeVDevice */,
 };
 
 TB5_EXPORT const ncclNet_v9_t ncclNetPlugin_v9 = {
-	kName, InitV7, Devices, GetPropertiesAs<ncclNetProperties_v9_t>, Listen, ConnectV7, AcceptV7,
-	RegMr, RegMrDmaBuf, DeregMr, IsendV9, IrecvV9, Iflush, Test,
-	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
+	kName, init_v7, devices, get_properties_as<ncclNetProperties_v9_t>, listen, connect_v7, accept_v7,
+	reg_mr, reg_mr_dma_buf, dereg_mr, isend_v9, irecv_v9, iflush, test,
+	close_send, close_recv, close_listen, get_device_mr, irecv_consumed,
 	nullptr /* makeVDevice */,
 };
 
 TB5_EXPORT const ncclNet_v8_t ncclNetPlugin_v8 = {
-	kName, InitV7, Devices, GetPropertiesAs<ncclNetProperties_v8_t>, Listen, ConnectV7, AcceptV7,
-	RegMr, RegMrDmaBuf, DeregMr, IsendV7, IrecvV7, Iflush, Test,
-	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
+	kName, init_v7, devices, get_properties_as<ncclNetProperties_v8_t>, listen, connect_v7, accept_v7,
+	reg_mr, reg_mr_dma_buf, dereg_mr, isend_v7, irecv_v7, iflush, test,
+	close_send, close_recv, close_listen, get_device_mr, irecv_consumed,
 };
 
 TB5_EXPORT const ncclNet_v7_t ncclNetPlugin_v7 = {
-	kName, InitV7, Devices, GetPropertiesAs<ncclNetProperties_v7_t>, Listen, ConnectV7, AcceptV7,
-	RegMrV7, RegMrDmaBuf, DeregMr, IsendV7, IrecvV7, Iflush, Test,
-	CloseSend, CloseRecv, CloseListen, GetDeviceMr, IrecvConsumed,
+	kName, init_v7, devices, get_properties_as<ncclNetProperties_v7_t>, listen, connect_v7, accept_v7,
+	reg_mr_v7, reg_mr_dma_buf, dereg_mr, isend_v7, irecv_v7, iflush, test,
+	close_send, close_recv, close_listen, get_device_mr, irecv_consumed,
 };

@@ -118,7 +118,7 @@ struct Device {
 	// TB5_NCCL_STATS=1: where the proxy threads' time goes, logged when
 	// the link is closed (under poll_mu).
 	std::chrono::steady_clock::time_point opened;
-	std::atomic<uint64_t> next_poll_ns{0};	// Progress() rests until then
+	std::atomic<uint64_t> next_poll_ns{0};	// progress() rests until then
 	uint64_t polls = 0, busy_polls = 0, completions = 0, poll_ns = 0, busy_ns = 0;
 };
 
@@ -177,16 +177,16 @@ struct Global {
 
 	// Every link still open, closed (finalize, or unloading). mu held,
 	// or no other thread left.
-	void CloseLinks();
+	void close_links();
 
 	// A plugin unloaded without finalize() (v7..v10, or a crashed job's
 	// teardown): give the links back.
-	~Global() { CloseLinks(); }
+	~Global() { close_links(); }
 };
 
 Global g;
 
-uint64_t NowNs();
+uint64_t now_ns();
 
 // TB5_NCCL_TRACE=<prefix>: a timeline of the data path (requests posted,
 // completions reaped, requests handed back to NCCL, polls that found
@@ -214,8 +214,8 @@ struct Trace {
 		ev.resize(1u << 20);
 		on.store(true, std::memory_order_relaxed);
 	}
-	~Trace() { Dump(); }
-	void Dump()
+	~Trace() { dump(); }
+	void dump()
 	{
 		if (!on.exchange(false))
 			return;
@@ -235,19 +235,19 @@ struct Trace {
 
 Trace g_trace;
 
-inline void TraceEv(char kind, const void *comm, const void *req, uint64_t bytes)
+inline void trace_ev(char kind, const void *comm, const void *req, uint64_t bytes)
 {
 	if (!g_trace.on.load(std::memory_order_relaxed)) [[likely]]
 		return;
 	size_t i = g_trace.n.fetch_add(1, std::memory_order_relaxed);
 	if (i < g_trace.ev.size())
-		g_trace.ev[i] = TraceEvent{NowNs(), comm, req, bytes, kind};
+		g_trace.ev[i] = TraceEvent{now_ns(), comm, req, bytes, kind};
 }
 
 
 // ---- helpers -------------------------------------------------------------
 
-long EnvLong(const char *name, long def, long lo, long hi)
+long env_long(const char *name, long def, long lo, long hi)
 {
 	const char *v = std::getenv(name);
 	if (!v || !*v)
@@ -262,7 +262,7 @@ long EnvLong(const char *name, long def, long lo, long hi)
 	return x;
 }
 
-uint64_t Random64()
+uint64_t random64()
 {
 	uint64_t x = 0;
 	if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x)) {
@@ -272,13 +272,13 @@ uint64_t Random64()
 	return x;
 }
 
-const char *LastError()
+const char *last_error()
 {
 	const char *e = tb5_last_error();
 	return e && *e ? e : "no detail";
 }
 
-ncclResult_t FromErrno(int err)
+ncclResult_t from_errno(int err)
 {
 	switch (err) {
 	case -ECONNRESET:
@@ -299,7 +299,7 @@ ncclResult_t FromErrno(int err)
 
 // The PCI function (the NHI) above a tb5 device in sysfs, so that NCCL can
 // place the link in its topology; empty for loop pairs and the simulator.
-std::string PciPath(const tb5_link_info &l)
+std::string pci_path(const tb5_link_info &l)
 {
 	if (l.backend != TB5_BACKEND_KERNEL || (l.caps & TB5_CAP_LOOP))
 		return {};
@@ -324,11 +324,11 @@ std::string PciPath(const tb5_link_info &l)
 	return {};
 }
 
-void LogStats(Device *d);
+void log_stats(Device *d);
 
 // The link's live counters when it closes, one line, so that a job's
 // bytes per cable outlive the live-counter file (tests/gpu reads them).
-void LogTotals(Device *d)
+void log_totals(Device *d)
 {
 	if (!d->live)
 		return;
@@ -339,7 +339,7 @@ void LogTotals(Device *d)
 }
 
 // Open (or share) the tb5 device of a link. g.mu held.
-Device *AcquireLocked(const std::string &name)
+Device *acquire_locked(const std::string &name)
 {
 	auto it = g.open.find(name);
 	if (it != g.open.end()) {
@@ -351,20 +351,20 @@ Device *AcquireLocked(const std::string &name)
 	int r = tb5_open(name.c_str(), &d->dev);
 	if (r < 0) {
 		TB5_WARN("cannot open link %s: %s (%s)", name.c_str(), tb5_strerror(r),
-			 LastError());
+			 last_error());
 		return nullptr;
 	}
 	tb5_query(d->dev, &d->info);
 	r = tb5_reg_host(d->dev, d->scratch_buf, sizeof(d->scratch_buf), &d->scratch);
 	if (r < 0) {
 		TB5_WARN("cannot register memory on link %s: %s (%s)", name.c_str(),
-			 tb5_strerror(r), LastError());
+			 tb5_strerror(r), last_error());
 		tb5_close(d->dev);
 		return nullptr;
 	}
 	if (!g.live)
 		g.live = std::make_unique<live::Publisher>("nccl-net-tb5");
-	d->live = g.live->Link(name.c_str());
+	d->live = g.live->link(name.c_str());
 	d->refs = 1;
 	d->opened = std::chrono::steady_clock::now();
 	Device *raw = d.get();
@@ -374,17 +374,17 @@ Device *AcquireLocked(const std::string &name)
 	return raw;
 }
 
-Device *Acquire(const std::string &name)
+Device *acquire(const std::string &name)
 {
 	std::lock_guard lk(g.mu);
-	return AcquireLocked(name);
+	return acquire_locked(name);
 }
 
-void Global::CloseLinks()
+void Global::close_links()
 {
 	for (auto &[name, d] : open) {
-		LogTotals(d.get());
-		LogStats(d.get());
+		log_totals(d.get());
+		log_stats(d.get());
 		if (d->dev)
 			tb5_close(d->dev);
 	}
@@ -392,7 +392,7 @@ void Global::CloseLinks()
 }
 
 // Regions that were busy at deregistration; retried when comms go. g.mu held.
-void RetryDeferredLocked(Device *d)
+void retry_deferred_locked(Device *d)
 {
 	auto &v = d->deferred;
 	v.erase(std::remove_if(v.begin(), v.end(),
@@ -400,27 +400,27 @@ void RetryDeferredLocked(Device *d)
 		v.end());
 }
 
-void ReleaseLocked(Device *d)
+void release_locked(Device *d)
 {
-	RetryDeferredLocked(d);
+	retry_deferred_locked(d);
 	if (--d->refs > 0)
 		return;
-	LogTotals(d);
-	LogStats(d);
+	log_totals(d);
+	log_stats(d);
 	// tb5_close frees what is still registered.
 	tb5_close(d->dev);
 	d->dev = nullptr;
 	g.open.erase(g.open.find(d->name));	// frees d
 }
 
-void Release(Device *d)
+void release(Device *d)
 {
 	std::lock_guard lk(g.mu);
-	ReleaseLocked(d);
+	release_locked(d);
 }
 
 // Hand one completion to its request.
-void Dispatch(Device *d, const tb5_wc &wc)
+void dispatch(Device *d, const tb5_wc &wc)
 {
 	if (wc.kind != TB5_WC_SEND && wc.kind != TB5_WC_RECV)
 		return;	// endpoint events: comms read tb5_endpoint_state()
@@ -431,22 +431,22 @@ void Dispatch(Device *d, const tb5_wc &wc)
 	req->bytes[sub] = wc.bytes;
 	if (d->live) {
 		if (wc.status) {
-			live::Publisher::Add(&d->live->errors, 1);
+			live::Publisher::add(&d->live->errors, 1);
 		} else if (wc.kind == TB5_WC_SEND) {
-			live::Publisher::Add(&d->live->tx_ops, 1);
-			live::Publisher::Add(&d->live->tx_bytes, wc.bytes);
+			live::Publisher::add(&d->live->tx_ops, 1);
+			live::Publisher::add(&d->live->tx_bytes, wc.bytes);
 		} else {
-			live::Publisher::Add(&d->live->rx_ops, 1);
-			live::Publisher::Add(&d->live->rx_bytes, wc.bytes);
+			live::Publisher::add(&d->live->rx_ops, 1);
+			live::Publisher::add(&d->live->rx_bytes, wc.bytes);
 		}
 	}
-	TraceEv(wc.kind == TB5_WC_SEND ? 's' : 'r', req->comm, req, wc.bytes);
+	trace_ev(wc.kind == TB5_WC_SEND ? 's' : 'r', req->comm, req, wc.bytes);
 	if (wc.status)
 		req->error.store(wc.status, std::memory_order_relaxed);
 	req->pending.fetch_sub(1, std::memory_order_release);
 }
 
-bool StatsOn()
+bool stats_on()
 {
 	static const bool on = [] {
 		const char *v = std::getenv("TB5_NCCL_STATS");
@@ -456,9 +456,9 @@ bool StatsOn()
 }
 
 // One tb5_poll(), timed when TB5_NCCL_STATS is set. poll_mu held.
-int Poll(Device *d, tb5_wc *wc, int max)
+int poll(Device *d, tb5_wc *wc, int max)
 {
-	if (!StatsOn())
+	if (!stats_on())
 		return tb5_poll(d->dev, wc, max);
 	auto t0 = std::chrono::steady_clock::now();
 	int n = tb5_poll(d->dev, wc, max);
@@ -474,9 +474,9 @@ int Poll(Device *d, tb5_wc *wc, int max)
 	return n;
 }
 
-void LogStats(Device *d)
+void log_stats(Device *d)
 {
-	if (!StatsOn() || !d->polls)
+	if (!stats_on() || !d->polls)
 		return;
 	double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() -
 						    d->opened).count();
@@ -490,7 +490,7 @@ void LogStats(Device *d)
 		 (unsigned long long)(d->live ? d->live->rx_bytes : 0));
 }
 
-uint64_t NowNs()
+uint64_t now_ns()
 {
 	return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
 		       std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -502,18 +502,18 @@ uint64_t NowNs()
 // checks its peers), so polling on each call made one pass over 16 comms
 // cost over 30 us. One poll per interval serves them all: completions go
 // to their requests whichever test() reaped them.
-uint64_t PollIntervalNs()
+uint64_t poll_interval_ns()
 {
-	static const uint64_t ns = (uint64_t)EnvLong("TB5_NCCL_POLL_NS", 1000, 0, 1000000);
+	static const uint64_t ns = (uint64_t)env_long("TB5_NCCL_POLL_NS", 1000, 0, 1000000);
 	return ns;
 }
 
 // Run the device: move frames (simulator), reap completions. Another
 // thread already polling makes the progress for us.
-void Progress(Device *d)
+void progress(Device *d)
 {
-	uint64_t interval = PollIntervalNs();
-	if (interval && NowNs() < d->next_poll_ns.load(std::memory_order_relaxed))
+	uint64_t interval = poll_interval_ns();
+	if (interval && now_ns() < d->next_poll_ns.load(std::memory_order_relaxed))
 		return;
 	std::unique_lock lk(d->poll_mu, std::try_to_lock);
 	if (!lk.owns_lock())
@@ -521,28 +521,28 @@ void Progress(Device *d)
 	tb5_wc wc[64];
 	int n = 0;
 	for (int round = 0; round < 4; round++) {
-		n = Poll(d, wc, 64);
+		n = poll(d, wc, 64);
 		if (n <= 0)
 			break;
-		TraceEv('P', d, nullptr, (uint64_t)n);
+		trace_ev('P', d, nullptr, (uint64_t)n);
 		for (int i = 0; i < n; i++)
-			Dispatch(d, wc[i]);
+			dispatch(d, wc[i]);
 		if (n < 64)
 			break;
 	}
-	d->next_poll_ns.store(n > 0 || !interval ? 0 : NowNs() + interval,
+	d->next_poll_ns.store(n > 0 || !interval ? 0 : now_ns() + interval,
 			      std::memory_order_relaxed);
 }
 
 // Close an endpoint while no thread is between reaping and dispatching a
 // completion of it: after this no completion names the comm's requests.
-void CloseEndpoint(Device *d, tb5_endpoint *ep)
+void close_endpoint(Device *d, tb5_endpoint *ep)
 {
 	std::lock_guard lk(d->poll_mu);
 	tb5_endpoint_close(ep);
 }
 
-Comm *NewComm(Kind kind, Device *d, tb5_endpoint *ep)
+Comm *new_comm(Kind kind, Device *d, tb5_endpoint *ep)
 {
 	auto *c = new Comm{};
 	c->kind = kind;
@@ -554,15 +554,15 @@ Comm *NewComm(Kind kind, Device *d, tb5_endpoint *ep)
 	return c;
 }
 
-void DeleteComm(Comm *c)
+void delete_comm(Comm *c)
 {
 	if (c->ep)
-		CloseEndpoint(c->dev, c->ep);
-	Release(c->dev);
+		close_endpoint(c->dev, c->ep);
+	release(c->dev);
 	delete c;
 }
 
-Request *TakeRequest(Comm *c, int n)
+Request *take_request(Comm *c, int n)
 {
 	if (c->used == UINT32_MAX || c->ops + n > c->max_ops)
 		return nullptr;
@@ -578,7 +578,7 @@ Request *TakeRequest(Comm *c, int n)
 	return r;
 }
 
-void PutRequest(Request *r)
+void put_request(Request *r)
 {
 	Comm *c = r->comm;
 	c->ops -= r->n;
@@ -586,14 +586,14 @@ void PutRequest(Request *r)
 }
 
 // Whether @r is taken (its bit in the comm's mask).
-bool InUse(const Request *r)
+bool in_use(const Request *r)
 {
 	const Comm *c = r->comm;
 	return c->used & (1u << (r - c->reqs.data()));
 }
 
 // The region and offset of [data, data + size) for an operation on @c.
-int Locate(Comm *c, void *mhandle, void *data, size_t size, tb5_mr **mr,
+int locate(Comm *c, void *mhandle, void *data, size_t size, tb5_mr **mr,
 	   uint64_t *offset)
 {
 	auto *m = static_cast<Mr *>(mhandle);
@@ -620,7 +620,7 @@ int Locate(Comm *c, void *mhandle, void *data, size_t size, tb5_mr **mr,
 
 // The links a listener on NCCL device @dev listens on: every link of the
 // same host as the device's (first) link. g.mu held.
-std::vector<int> ListenLinksLocked(int dev)
+std::vector<int> listen_links_locked(int dev)
 {
 	const NetDev &nd = g.devs[dev];
 	uint64_t host = g.links[nd.links[0]].local_host;
@@ -632,7 +632,7 @@ std::vector<int> ListenLinksLocked(int dev)
 	return out;
 }
 
-std::string DescribeLinks()
+std::string describe_links()
 {
 	std::string s;
 	tb5_link_info *links = nullptr;
@@ -655,7 +655,7 @@ std::string DescribeLinks()
 }
 
 // This host's id (the first link's local end), 0 when it has no links.
-uint64_t LocalHost()
+uint64_t local_host()
 {
 	tb5_link_info *links = nullptr;
 	size_t n = 0;
@@ -679,7 +679,7 @@ uint64_t LocalHost()
 // that is still coming up is waited for rather than passed over: the
 // other end's cables come up one after the other, and taking whichever is
 // up first would put every channel on one cable.
-std::string RouteTo(uint64_t host, const std::string &preferred, int dev, bool wait_preferred,
+std::string route_to(uint64_t host, const std::string &preferred, int dev, bool wait_preferred,
 		    bool *pending)
 {
 	bool preferred_coming = false;
@@ -711,7 +711,7 @@ std::string RouteTo(uint64_t host, const std::string &preferred, int dev, bool w
 
 // NCCL's NIC-fusion settings do nothing here (no makeVDevice): say so
 // once, so that an operator who set them knows why.
-void NoteMergeSettings()
+void note_merge_settings()
 {
 	static std::once_flag once;
 	std::call_once(once, [] {
@@ -729,9 +729,9 @@ void NoteMergeSettings()
 	});
 }
 
-uint32_t SpeedMbps(const tb5_link_info &l)
+uint32_t speed_mbps(const tb5_link_info &l)
 {
-	long over = EnvLong("TB5_NCCL_SPEED_MBPS", 0, 0, INT_MAX);
+	long over = env_long("TB5_NCCL_SPEED_MBPS", 0, 0, INT_MAX);
 	if (over)
 		return (uint32_t)over;
 	// Loop pairs and the unlimited simulator have no line rate; NCCL
@@ -741,7 +741,7 @@ uint32_t SpeedMbps(const tb5_link_info &l)
 
 // ---- listing ---------------------------------------------------------------
 
-void ListLocked()
+void list_locked()
 {
 	if (g.listed)
 		return;
@@ -753,7 +753,7 @@ void ListLocked()
 	int r = tb5_list_links(&links, &n);
 	if (r < 0) {
 		TB5_INFO(NCCL_INIT | NCCL_NET, "no tb5 links: %s (%s)", tb5_strerror(r),
-			 LastError());
+			 last_error());
 		return;
 	}
 	// Loop pairs are NCCL devices when this host has nothing else
@@ -762,14 +762,14 @@ void ListLocked()
 	bool other = false;
 	for (size_t i = 0; i < n; i++)
 		other |= !(links[i].caps & TB5_CAP_LOOP);
-	long loop = EnvLong("TB5_NCCL_LOOP", -1, -1, 1);
+	long loop = env_long("TB5_NCCL_LOOP", -1, -1, 1);
 	bool use_loop = loop == 1 || (loop == -1 && !other);
 	for (size_t i = 0; i < n; i++) {
 		if ((links[i].caps & TB5_CAP_LOOP) && !use_loop)
 			continue;
 		NetDev nd;
 		nd.name = links[i].name;
-		nd.pci_path = PciPath(links[i]);
+		nd.pci_path = pci_path(links[i]);
 		nd.guid = links[i].local_host ^ ((uint64_t)links[i].backend << 56) ^
 			  (uint64_t)links[i].index << 40 ^ i;
 		nd.links = {(int)g.links.size()};
@@ -786,7 +786,7 @@ void ListLocked()
 }
 
 // NCCL device @dev's name, or "" when there is no such device.
-std::string DevName(int dev)
+std::string device_link_name(int dev)
 {
 	std::lock_guard lk(g.mu);
 	return dev >= 0 && dev < (int)g.devs.size() ? g.devs[dev].name : std::string();
@@ -796,20 +796,20 @@ std::string DevName(int dev)
 
 // ---- the calls -------------------------------------------------------------
 
-ncclResult_t Init(void **ctx, ncclDebugLogger_t logger)
+ncclResult_t init(void **ctx, ncclDebugLogger_t logger)
 {
 	if (logger)
 		g_logger.store(logger, std::memory_order_relaxed);
-	NoteMergeSettings();
+	note_merge_settings();
 	std::lock_guard lk(g.mu);
 	g.inits++;
-	ListLocked();
+	list_locked();
 	if (ctx)
 		*ctx = &g;	// one plugin context; finalize() counts
 	return ncclSuccess;
 }
 
-ncclResult_t Finalize(void *ctx)
+ncclResult_t finalize(void *ctx)
 {
 	if (ctx != &g)
 		return ncclInvalidArgument;
@@ -824,7 +824,7 @@ ncclResult_t Finalize(void *ctx)
 	if (!g.open.empty())
 		TB5_INFO(NCCL_NET, "finalize with %zu link%s still in use", g.open.size(),
 			 g.open.size() == 1 ? "" : "s");
-	g.CloseLinks();
+	g.close_links();
 	g.connecting.clear();
 	g.waits.clear();
 	g.listed = false;
@@ -834,7 +834,7 @@ ncclResult_t Finalize(void *ctx)
 	return ncclSuccess;
 }
 
-ncclResult_t Devices(int *ndev)
+ncclResult_t devices(int *ndev)
 {
 	if (!ndev)
 		return ncclInvalidArgument;
@@ -843,7 +843,7 @@ ncclResult_t Devices(int *ndev)
 	return ncclSuccess;
 }
 
-ncclResult_t GetProperties(int dev, ncclNetProperties_v12_t *p)
+ncclResult_t get_properties(int dev, ncclNetProperties_v12_t *p)
 {
 	if (!p)
 		return ncclInvalidArgument;
@@ -863,7 +863,7 @@ ncclResult_t GetProperties(int dev, ncclNetProperties_v12_t *p)
 	p->forceFlush = 0;
 	uint64_t speed = 0;
 	for (int li : nd.links)
-		speed += SpeedMbps(g.links[li]);
+		speed += speed_mbps(g.links[li]);
 	p->speed = (int)std::min<uint64_t>(speed, INT_MAX);
 	p->port = 0;
 	p->latency = 0;		// NCCL's default network latency
@@ -884,7 +884,7 @@ ncclResult_t GetProperties(int dev, ncclNetProperties_v12_t *p)
 	return ncclSuccess;
 }
 
-ncclResult_t Listen(int dev, void *handle, void **listen_comm)
+ncclResult_t listen(int dev, void *handle, void **listen_comm)
 {
 	if (!handle || !listen_comm)
 		return ncclInvalidArgument;
@@ -897,13 +897,13 @@ ncclResult_t Listen(int dev, void *handle, void **listen_comm)
 	auto ls = std::make_unique<Listener>();
 	ls->host = g.links[g.devs[dev].links[0]].local_host;
 	const std::string first = g.links[g.devs[dev].links[0]].name;
-	std::vector<int> links = ListenLinksLocked(dev);
+	std::vector<int> links = listen_links_locked(dev);
 	for (int attempt = 0; attempt < 8 && ls->eps.empty(); attempt++) {
-		ls->service = kServicePrefix | (Random64() & kServiceMask);
+		ls->service = kServicePrefix | (random64() & kServiceMask);
 		bool clash = false;
 		for (int li : links) {
 			const std::string name = g.links[li].name;
-			Device *d = AcquireLocked(name);
+			Device *d = acquire_locked(name);
 			if (!d) {
 				if (name == first)
 					break;
@@ -916,14 +916,14 @@ ncclResult_t Listen(int dev, void *handle, void **listen_comm)
 				ls->eps.emplace_back(d, ep);
 				continue;
 			}
-			ReleaseLocked(d);
+			release_locked(d);
 			if (r == -EADDRINUSE) {
 				clash = true;
 				break;
 			}
 			if (name == first) {
 				TB5_WARN("listen on link %s failed: %s (%s)", name.c_str(),
-					 tb5_strerror(r), LastError());
+					 tb5_strerror(r), last_error());
 				break;
 			}
 			TB5_INFO(NCCL_NET, "not listening on link %s: %s", name.c_str(),
@@ -933,8 +933,8 @@ ncclResult_t Listen(int dev, void *handle, void **listen_comm)
 					     [&](auto &e) { return e.first->name == first; });
 		if (clash || !has_first) {
 			for (auto &[d, ep] : ls->eps) {
-				CloseEndpoint(d, ep);
-				ReleaseLocked(d);
+				close_endpoint(d, ep);
+				release_locked(d);
 			}
 			ls->eps.clear();
 			if (!clash)
@@ -960,7 +960,7 @@ ncclResult_t Listen(int dev, void *handle, void **listen_comm)
 	return ncclSuccess;
 }
 
-ncclResult_t Connect(int dev, void *handle, void **send_comm)
+ncclResult_t connect(int dev, void *handle, void **send_comm)
 {
 	if (!handle || !send_comm)
 		return ncclInvalidArgument;
@@ -981,7 +981,7 @@ ncclResult_t Connect(int dev, void *handle, void **send_comm)
 				 kHandleVersion);
 			return ncclInvalidArgument;
 		}
-		const std::string dev_name = DevName(dev);
+		const std::string dev_name = device_link_name(dev);
 		if (dev_name.empty()) {
 			TB5_WARN("connect: no device %d", dev);
 			return ncclInvalidArgument;
@@ -991,7 +991,7 @@ ncclResult_t Connect(int dev, void *handle, void **send_comm)
 		bool pending = false;
 		auto now = std::chrono::steady_clock::now();
 		auto key = std::make_pair(h->host, h->service);
-		long limit = EnvLong("TB5_NCCL_CONNECT_TIMEOUT_MS", 20000, 0, INT_MAX);
+		long limit = env_long("TB5_NCCL_CONNECT_TIMEOUT_MS", 20000, 0, INT_MAX);
 		bool wait_preferred;
 		{
 			// The named device's own cable is waited for a quarter of
@@ -1002,7 +1002,7 @@ ncclResult_t Connect(int dev, void *handle, void **send_comm)
 			wait_preferred = wit == g.waits.end() ||
 					 now - wit->second < std::chrono::milliseconds(limit / 4);
 		}
-		std::string route = RouteTo(h->host, dev_name, dev, wait_preferred, &pending);
+		std::string route = route_to(h->host, dev_name, dev, wait_preferred, &pending);
 		if (route.empty()) {
 			// A link still coming up may be the one: try again later,
 			// within the connect timeout (g.waits: since when).
@@ -1019,18 +1019,18 @@ ncclResult_t Connect(int dev, void *handle, void **send_comm)
 				 "(the listener on its link %s): this host's links are %s. "
 				 "tb5 does not route through other hosts: cable the two "
 				 "hosts together, or check `tb5-selftest` on both",
-				 (unsigned long long)h->host, (unsigned long long)LocalHost(),
-				 peer_link, DescribeLinks().c_str());
+				 (unsigned long long)h->host, (unsigned long long)local_host(),
+				 peer_link, describe_links().c_str());
 			return ncclSystemError;
 		}
 		{
 			std::lock_guard lk(g.mu);
 			g.waits.erase(std::make_pair(h->host, h->service));
 		}
-		Device *d = Acquire(route);
+		Device *d = acquire(route);
 		if (!d)
 			return ncclSystemError;
-		c = NewComm(Kind::Send, d, nullptr);
+		c = new_comm(Kind::Send, d, nullptr);
 		c->peer_host = h->host;
 		c->started = std::chrono::steady_clock::now();
 		tb5_address addr{h->host, h->service, h->cookie};
@@ -1038,10 +1038,10 @@ ncclResult_t Connect(int dev, void *handle, void **send_comm)
 		if (r < 0) {
 			TB5_WARN("connect to host %#llx over %s failed: %s (%s)",
 				 (unsigned long long)h->host, route.c_str(), tb5_strerror(r),
-				 LastError());
+				 last_error());
 			c->ep = nullptr;
-			DeleteComm(c);
-			return FromErrno(r);
+			delete_comm(c);
+			return from_errno(r);
 		}
 		{
 			std::lock_guard lk(g.mu);
@@ -1053,7 +1053,7 @@ ncclResult_t Connect(int dev, void *handle, void **send_comm)
 			 route.c_str());
 	}
 
-	Progress(c->dev);
+	progress(c->dev);
 	int why = 0;
 	int st = tb5_endpoint_state(c->ep, &why);
 	if (st == TB5_ENDPOINT_CONNECTING)
@@ -1068,35 +1068,35 @@ ncclResult_t Connect(int dev, void *handle, void **send_comm)
 			 c->dev->name.c_str(),
 			 st < 0 ? tb5_strerror(st) : why ? tb5_strerror(why) : "the peer closed");
 		int err = st < 0 ? st : why ? why : -ECONNRESET;
-		DeleteComm(c);
-		return FromErrno(err);
+		delete_comm(c);
+		return from_errno(err);
 	}
 	*send_comm = c;
 	return ncclSuccess;
 }
 
-ncclResult_t Accept(void *listen_comm, void **recv_comm)
+ncclResult_t accept(void *listen_comm, void **recv_comm)
 {
 	if (!listen_comm || !recv_comm)
 		return ncclInvalidArgument;
 	*recv_comm = nullptr;
 	auto *ls = static_cast<Listener *>(listen_comm);
 	for (auto &[d, lep] : ls->eps) {
-		Progress(d);
+		progress(d);
 		tb5_endpoint *ep = nullptr;
 		int r = tb5_endpoint_accept(lep, 0, &ep);
 		if (r == -EAGAIN)
 			continue;
 		if (r < 0) {
 			TB5_WARN("accept on %s failed: %s (%s)", d->name.c_str(), tb5_strerror(r),
-				 LastError());
-			return FromErrno(r);
+				 last_error());
+			return from_errno(r);
 		}
 		{
 			std::lock_guard lk(g.mu);
 			d->refs++;
 		}
-		Comm *c = NewComm(Kind::Recv, d, ep);
+		Comm *c = new_comm(Kind::Recv, d, ep);
 		c->peer_host = d->info.peer_host;
 		TB5_INFO(NCCL_NET, "accepted a connection on %s", d->name.c_str());
 		*recv_comm = c;
@@ -1108,7 +1108,7 @@ ncclResult_t Accept(void *listen_comm, void **recv_comm)
 namespace {
 
 // A region for @c's link at @data; its tb5 region is filled in by the caller.
-std::unique_ptr<Mr> NewMr(Comm *c, void *data, size_t size)
+std::unique_ptr<Mr> new_mr(Comm *c, void *data, size_t size)
 {
 	auto m = std::make_unique<Mr>();
 	m->dev = c->dev;
@@ -1118,7 +1118,7 @@ std::unique_ptr<Mr> NewMr(Comm *c, void *data, size_t size)
 }
 
 // Hands a registered region to NCCL; it holds its link open.
-ncclResult_t PublishMr(Comm *c, std::unique_ptr<Mr> m, void **mhandle)
+ncclResult_t publish_mr(Comm *c, std::unique_ptr<Mr> m, void **mhandle)
 {
 	std::lock_guard lk(g.mu);
 	c->dev->refs++;
@@ -1128,7 +1128,7 @@ ncclResult_t PublishMr(Comm *c, std::unique_ptr<Mr> m, void **mhandle)
 
 } // namespace
 
-ncclResult_t RegMr(void *comm, void *data, size_t size, int type, void **mhandle)
+ncclResult_t reg_mr(void *comm, void *data, size_t size, int type, void **mhandle)
 {
 	if (!comm || !mhandle)
 		return ncclInvalidArgument;
@@ -1139,19 +1139,19 @@ ncclResult_t RegMr(void *comm, void *data, size_t size, int type, void **mhandle
 			 "memory, and GPU memory only as a dma-buf", type);
 		return ncclInvalidArgument;
 	}
-	auto m = NewMr(c, data, size);
+	auto m = new_mr(c, data, size);
 	if (size) {
 		int r = tb5_reg_host(c->dev->dev, data, size, &m->mr);
 		if (r < 0) {
 			TB5_WARN("cannot register %zu bytes at %p on %s: %s (%s)", size, data,
-				 c->dev->name.c_str(), tb5_strerror(r), LastError());
+				 c->dev->name.c_str(), tb5_strerror(r), last_error());
 			return r == -ENOMEM ? ncclSystemError : ncclInvalidArgument;
 		}
 	}
-	return PublishMr(c, std::move(m), mhandle);
+	return publish_mr(c, std::move(m), mhandle);
 }
 
-ncclResult_t RegMrDmaBuf(void *comm, void *data, size_t size, int type,
+ncclResult_t reg_mr_dma_buf(void *comm, void *data, size_t size, int type,
 			 uint64_t offset, int fd, void **mhandle)
 {
 	if (!comm || !mhandle)
@@ -1159,26 +1159,26 @@ ncclResult_t RegMrDmaBuf(void *comm, void *data, size_t size, int type,
 	*mhandle = nullptr;
 	auto *c = static_cast<Comm *>(comm);
 	if (type == NCCL_PTR_HOST)
-		return RegMr(comm, data, size, type, mhandle);
+		return reg_mr(comm, data, size, type, mhandle);
 	if (!(c->dev->info.caps & TB5_CAP_DMABUF)) {
 		TB5_WARN("regMrDmaBuf: link %s does not import dma-bufs",
 			 c->dev->name.c_str());
 		return ncclInvalidUsage;
 	}
-	auto m = NewMr(c, data, size);
+	auto m = new_mr(c, data, size);
 	if (size) {
 		int r = tb5_reg_dmabuf(c->dev->dev, fd, offset, size, &m->mr);
 		if (r < 0) {
 			TB5_WARN("cannot import %zu bytes at offset %llu of dma-buf %d on %s: "
 				 "%s (%s)", size, (unsigned long long)offset, fd,
-				 c->dev->name.c_str(), tb5_strerror(r), LastError());
+				 c->dev->name.c_str(), tb5_strerror(r), last_error());
 			return ncclSystemError;
 		}
 	}
-	return PublishMr(c, std::move(m), mhandle);
+	return publish_mr(c, std::move(m), mhandle);
 }
 
-ncclResult_t DeregMr(void *comm, void *mhandle)
+ncclResult_t dereg_mr(void *comm, void *mhandle)
 {
 	(void)comm;	// the region knows its link; NCCL may close comms first
 	auto *m = static_cast<Mr *>(mhandle);
@@ -1193,12 +1193,12 @@ ncclResult_t DeregMr(void *comm, void *mhandle)
 			TB5_WARN("deregistering %zu bytes on %s: %s", m->len,
 				 m->dev->name.c_str(), tb5_strerror(r));
 	}
-	ReleaseLocked(m->dev);
+	release_locked(m->dev);
 	delete m;
 	return ncclSuccess;
 }
 
-ncclResult_t Isend(void *send_comm, void *data, size_t size, int tag,
+ncclResult_t isend(void *send_comm, void *data, size_t size, int tag,
 		   void *mhandle, void **request)
 {
 	if (!send_comm || !request)
@@ -1209,26 +1209,26 @@ ncclResult_t Isend(void *send_comm, void *data, size_t size, int tag,
 		return ncclInvalidArgument;
 	tb5_mr *mr;
 	uint64_t off;
-	if (Locate(c, mhandle, data, size, &mr, &off) < 0)
+	if (locate(c, mhandle, data, size, &mr, &off) < 0)
 		return ncclInvalidArgument;
-	Request *req = TakeRequest(c, 1);
+	Request *req = take_request(c, 1);
 	if (!req)
 		return ncclSuccess;	// all in flight: NCCL asks again
 	int r = tb5_send(c->ep, mr, off, size, (uint32_t)tag, (uint64_t)(uintptr_t)req);
 	if (r < 0) {
-		PutRequest(req);
+		put_request(req);
 		if (r == -EAGAIN)
 			return ncclSuccess;
 		TB5_WARN("send of %zu bytes on %s failed: %s (%s)", size, c->dev->name.c_str(),
-			 tb5_strerror(r), LastError());
-		return FromErrno(r);
+			 tb5_strerror(r), last_error());
+		return from_errno(r);
 	}
-	TraceEv('S', c, req, size);
+	trace_ev('S', c, req, size);
 	*request = req;
 	return ncclSuccess;
 }
 
-ncclResult_t Irecv(void *recv_comm, int n, void **data, const size_t *sizes,
+ncclResult_t irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 		   const int *tags, void **mhandles, void **request)
 {
 	if (!recv_comm || !request || n < 1 || n > kMaxRecvs || !data || !sizes || !tags)
@@ -1241,11 +1241,11 @@ ncclResult_t Irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 	for (int i = 0; i < n; i++) {
 		tb5_mr *mr;
 		uint64_t off;
-		if (Locate(c, mhandles ? mhandles[i] : nullptr, data[i], sizes[i], &mr, &off) < 0)
+		if (locate(c, mhandles ? mhandles[i] : nullptr, data[i], sizes[i], &mr, &off) < 0)
 			return ncclInvalidArgument;
 		ops[i] = tb5_op{TB5_POST_RECV, (uint32_t)tags[i], c->ep, mr, off, sizes[i], 0};
 	}
-	Request *req = TakeRequest(c, n);
+	Request *req = take_request(c, n);
 	if (!req)
 		return ncclSuccess;
 	for (int i = 0; i < n; i++)
@@ -1254,7 +1254,7 @@ ncclResult_t Irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 	int r = tb5_post(c->dev->dev, ops, (size_t)n, &posted);
 	if (r < 0) {
 		if (posted == 0) {
-			PutRequest(req);
+			put_request(req);
 			if (r == -EAGAIN)
 				return ncclSuccess;
 		} else {
@@ -1263,15 +1263,15 @@ ncclResult_t Irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 			req->pending.fetch_sub(n - (int)posted, std::memory_order_relaxed);
 		}
 		TB5_WARN("receive on %s failed: %s (%s)", c->dev->name.c_str(), tb5_strerror(r),
-			 LastError());
-		return FromErrno(r);
+			 last_error());
+		return from_errno(r);
 	}
-	TraceEv('R', c, req, sizes[0]);
+	trace_ev('R', c, req, sizes[0]);
 	*request = req;
 	return ncclSuccess;
 }
 
-ncclResult_t Iflush(void *recv_comm, int n, void **data, int *sizes,
+ncclResult_t iflush(void *recv_comm, int n, void **data, int *sizes,
 		    void **mhandles, void **request)
 {
 	(void)recv_comm;
@@ -1286,17 +1286,17 @@ ncclResult_t Iflush(void *recv_comm, int n, void **data, int *sizes,
 	return ncclSuccess;
 }
 
-ncclResult_t Test(void *request, int *done, int *sizes)
+ncclResult_t test(void *request, int *done, int *sizes)
 {
 	if (!request || !done)
 		return ncclInvalidArgument;
 	*done = 0;
 	auto *req = static_cast<Request *>(request);
 	Comm *c = req->comm;
-	if (!InUse(req))
+	if (!in_use(req))
 		return ncclInvalidArgument;
 	if (req->pending.load(std::memory_order_acquire) > 0) {
-		Progress(c->dev);
+		progress(c->dev);
 		if (req->pending.load(std::memory_order_acquire) > 0) {
 			// A peer that closed or a link that went down ends the
 			// endpoint's operations with errors; look now and then in
@@ -1323,21 +1323,21 @@ ncclResult_t Test(void *request, int *done, int *sizes)
 		for (int i = 0; i < req->n; i++)
 			sizes[i] = (int)std::min<uint64_t>(req->bytes[i], INT_MAX);
 	int n = req->n;
-	TraceEv('T', c, req, req->bytes[0]);
-	PutRequest(req);
+	trace_ev('T', c, req, req->bytes[0]);
+	put_request(req);
 	*done = 1;
 	if (err) {
 		TB5_WARN("%s on %s failed: %s%s", c->kind == Kind::Send ? "send" : "receive",
 			 c->dev->name.c_str(), tb5_strerror(err),
 			 err == -EMSGSIZE ? " (the message is larger than the receive buffer)" :
 					    "");
-		return FromErrno(err);
+		return from_errno(err);
 	}
 	(void)n;
 	return ncclSuccess;
 }
 
-ncclResult_t CloseSend(void *send_comm)
+ncclResult_t close_send(void *send_comm)
 {
 	auto *c = static_cast<Comm *>(send_comm);
 	if (!c)
@@ -1346,32 +1346,32 @@ ncclResult_t CloseSend(void *send_comm)
 		std::lock_guard lk(g.mu);
 		g.connecting.erase(c);
 	}
-	DeleteComm(c);
+	delete_comm(c);
 	return ncclSuccess;
 }
 
-ncclResult_t CloseRecv(void *recv_comm)
+ncclResult_t close_recv(void *recv_comm)
 {
 	auto *c = static_cast<Comm *>(recv_comm);
 	if (c)
-		DeleteComm(c);
+		delete_comm(c);
 	return ncclSuccess;
 }
 
-ncclResult_t CloseListen(void *listen_comm)
+ncclResult_t close_listen(void *listen_comm)
 {
 	auto *ls = static_cast<Listener *>(listen_comm);
 	if (!ls)
 		return ncclSuccess;
 	for (auto &[d, ep] : ls->eps) {
-		CloseEndpoint(d, ep);
-		Release(d);
+		close_endpoint(d, ep);
+		release(d);
 	}
 	delete ls;
 	return ncclSuccess;
 }
 
-ncclResult_t GetDeviceMr(void *comm, void *mhandle, void **dptr_mhandle)
+ncclResult_t get_device_mr(void *comm, void *mhandle, void **dptr_mhandle)
 {
 	(void)comm;
 	(void)mhandle;
@@ -1379,7 +1379,7 @@ ncclResult_t GetDeviceMr(void *comm, void *mhandle, void **dptr_mhandle)
 	return ncclInternalError;	// no device offload (netDeviceType HOST)
 }
 
-ncclResult_t IrecvConsumed(void *recv_comm, int n, void *request)
+ncclResult_t irecv_consumed(void *recv_comm, int n, void *request)
 {
 	(void)recv_comm;
 	(void)n;
@@ -1387,7 +1387,7 @@ ncclResult_t IrecvConsumed(void *recv_comm, int n, void *request)
 	return ncclSuccess;
 }
 
-ncclResult_t SetNetAttr(void *ctx, const ncclNetAttr_v12_t *attr)
+ncclResult_t set_net_attr(void *ctx, const ncclNetAttr_v12_t *attr)
 {
 	(void)ctx;
 	(void)attr;	// one flow per connection: nothing to tune

@@ -22,30 +22,30 @@ inline constexpr int kMaxVDevLinks = NCCL_NET_MAX_DEVS_PER_NIC_V12;
 
 // init()/finalize() pairs: v11+ call them per communicator; older versions
 // call init() once and never finalize (pass ctx == nullptr).
-ncclResult_t Init(void **ctx, ncclDebugLogger_t logger);
-ncclResult_t Finalize(void *ctx);
-ncclResult_t Devices(int *ndev);
-ncclResult_t GetProperties(int dev, ncclNetProperties_v12_t *props);
-ncclResult_t Listen(int dev, void *handle, void **listen_comm);
-ncclResult_t Connect(int dev, void *handle, void **send_comm);
-ncclResult_t Accept(void *listen_comm, void **recv_comm);
-ncclResult_t RegMr(void *comm, void *data, size_t size, int type, void **mhandle);
-ncclResult_t RegMrDmaBuf(void *comm, void *data, size_t size, int type,
+ncclResult_t init(void **ctx, ncclDebugLogger_t logger);
+ncclResult_t finalize(void *ctx);
+ncclResult_t devices(int *ndev);
+ncclResult_t get_properties(int dev, ncclNetProperties_v12_t *props);
+ncclResult_t listen(int dev, void *handle, void **listen_comm);
+ncclResult_t connect(int dev, void *handle, void **send_comm);
+ncclResult_t accept(void *listen_comm, void **recv_comm);
+ncclResult_t reg_mr(void *comm, void *data, size_t size, int type, void **mhandle);
+ncclResult_t reg_mr_dma_buf(void *comm, void *data, size_t size, int type,
 			 uint64_t offset, int fd, void **mhandle);
-ncclResult_t DeregMr(void *comm, void *mhandle);
-ncclResult_t Isend(void *send_comm, void *data, size_t size, int tag,
+ncclResult_t dereg_mr(void *comm, void *mhandle);
+ncclResult_t isend(void *send_comm, void *data, size_t size, int tag,
 		   void *mhandle, void **request);
-ncclResult_t Irecv(void *recv_comm, int n, void **data, const size_t *sizes,
+ncclResult_t irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 		   const int *tags, void **mhandles, void **request);
-ncclResult_t Iflush(void *recv_comm, int n, void **data, int *sizes,
+ncclResult_t iflush(void *recv_comm, int n, void **data, int *sizes,
 		    void **mhandles, void **request);
-ncclResult_t Test(void *request, int *done, int *sizes);
-ncclResult_t CloseSend(void *send_comm);
-ncclResult_t CloseRecv(void *recv_comm);
-ncclResult_t CloseListen(void *listen_comm);
-ncclResult_t GetDeviceMr(void *comm, void *mhandle, void **dptr_mhandle);
-ncclResult_t IrecvConsumed(void *recv_comm, int n, void *request);
-ncclResult_t SetNetAttr(void *ctx, const ncclNetAttr_v12_t *attr);
+ncclResult_t test(void *request, int *done, int *sizes);
+ncclResult_t close_send(void *send_comm);
+ncclResult_t close_recv(void *recv_comm);
+ncclResult_t close_listen(void *listen_comm);
+ncclResult_t get_device_mr(void *comm, void *mhandle, void **dptr_mhandle);
+ncclResult_t irecv_consumed(void *recv_comm, int n, void *request);
+ncclResult_t set_net_attr(void *ctx, const ncclNetAttr_v12_t *attr);
 
 } // namespace tb5net
 

@@ -48,7 +48,7 @@ struct Tuner {
 	uint64_t simple_min = 64 << 10;
 };
 
-long EnvNum(const char *name, long def)
+long env_num(const char *name, long def)
 {
 	const char *v = std::getenv(name);
 	if (!v || !*v)
@@ -58,13 +58,13 @@ long EnvNum(const char *name, long def)
 	return end && !*end && x >= 0 ? x : def;
 }
 
-bool EnvIs(const char *name, const char *value)
+bool env_is(const char *name, const char *value)
 {
 	const char *v = std::getenv(name);
 	return v && !std::strcmp(v, value);
 }
 
-ncclResult_t Init(size_t nranks, size_t nnodes, ncclDebugLogger_t logger, void **ctx)
+ncclResult_t init(size_t nranks, size_t nnodes, ncclDebugLogger_t logger, void **ctx)
 {
 	if (!ctx)
 		return ncclInvalidArgument;
@@ -73,11 +73,11 @@ ncclResult_t Init(size_t nranks, size_t nnodes, ncclDebugLogger_t logger, void *
 	auto *t = new (std::nothrow) Tuner;
 	if (!t)
 		return ncclSystemError;
-	const bool on = EnvNum("TB5_NCCL_TUNER", 1) != 0;
-	t->simple_min = (uint64_t)EnvNum("TB5_NCCL_TUNER_SIMPLE_MIN", (long)t->simple_min);
+	const bool on = env_num("TB5_NCCL_TUNER", 1) != 0;
+	t->simple_min = (uint64_t)env_num("TB5_NCCL_TUNER_SIMPLE_MIN", (long)t->simple_min);
 	// One node talks through NVLink or shared memory unless both are off.
 	t->net = on && nranks > 1 &&
-		 (nnodes > 1 || (EnvIs("NCCL_P2P_DISABLE", "1") && EnvIs("NCCL_SHM_DISABLE", "1")));
+		 (nnodes > 1 || (env_is("NCCL_P2P_DISABLE", "1") && env_is("NCCL_SHM_DISABLE", "1")));
 	TB5_INFO(NCCL_INIT | NCCL_TUNING, "tuner: %zu ranks on %zu node%s: %s", nranks, nnodes,
 		 nnodes == 1 ? "" : "s",
 		 !on ? "off (TB5_NCCL_TUNER=0)" :
@@ -90,7 +90,7 @@ ncclResult_t Init(size_t nranks, size_t nnodes, ncclDebugLogger_t logger, void *
 	return ncclSuccess;
 }
 
-ncclResult_t GetCollInfo(void *ctx, int coll, size_t bytes, int pipe_ops, float **table,
+ncclResult_t get_coll_info(void *ctx, int coll, size_t bytes, int pipe_ops, float **table,
 			 int nalgo, int nproto, int reg_buff, int *nchannels)
 {
 	(void)pipe_ops;
@@ -115,7 +115,7 @@ ncclResult_t GetCollInfo(void *ctx, int coll, size_t bytes, int pipe_ops, float 
 	return ncclSuccess;
 }
 
-ncclResult_t Destroy(void *ctx)
+ncclResult_t destroy(void *ctx)
 {
 	delete static_cast<Tuner *>(ctx);
 	return ncclSuccess;
@@ -134,5 +134,5 @@ typedef struct {
 } tb5TunerV4;
 
 extern "C" __attribute__((visibility("default"))) const tb5TunerV4 ncclTunerPlugin_v4 = {
-	"TB5", Init, GetCollInfo, Destroy,
+	"TB5", init, get_coll_info, destroy,
 };

@@ -23,21 +23,21 @@ namespace {
 
 constexpr char kPrefix[] = "tb5live.";
 
-bool ProcessAlive(pid_t pid)
+bool process_alive(pid_t pid)
 {
 	if (pid <= 0)
 		return false;
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-uint64_t Load(const uint64_t &v)
+uint64_t load(const uint64_t &v)
 {
 	return std::atomic_ref<const uint64_t>(v).load(std::memory_order_relaxed);
 }
 
 } // namespace
 
-std::string Directory()
+std::string directory()
 {
 	const char *dir = std::getenv("TB5_LIVE_DIR");
 	return dir && *dir ? dir : "/dev/shm";
@@ -45,7 +45,7 @@ std::string Directory()
 
 Publisher::Publisher(const char *program)
 {
-	const std::string dir = Directory();
+	const std::string dir = directory();
 	// <pid>.<n>: two publishers in one process (NCCL and RCCL) get two files.
 	for (int n = 0; n < 64 && !file_; n++) {
 		std::string path = dir + "/" + kPrefix + std::to_string(getpid()) + "." +
@@ -63,7 +63,7 @@ Publisher::Publisher(const char *program)
 				    pread(old, &head, offsetof(ShmFile, program), 0) ==
 					    (ssize_t)offsetof(ShmFile, program))
 					stale = head.pid != (uint32_t)getpid() &&
-						!ProcessAlive((pid_t)head.pid);
+						!process_alive((pid_t)head.pid);
 				close(old);
 			}
 			if (!stale)
@@ -102,7 +102,7 @@ Publisher::~Publisher()
 	unlink(path_.c_str());
 }
 
-ShmLink *Publisher::Link(const char *link)
+ShmLink *Publisher::link(const char *link)
 {
 	if (!file_)
 		return nullptr;
@@ -120,14 +120,14 @@ ShmLink *Publisher::Link(const char *link)
 	return rec;
 }
 
-void Publisher::Add(uint64_t *counter, uint64_t n)
+void Publisher::add(uint64_t *counter, uint64_t n)
 {
 	std::atomic_ref<uint64_t>(*counter).fetch_add(n, std::memory_order_relaxed);
 }
 
-Snapshot ReadAll(const std::string &dir_arg)
+Snapshot read_snapshot(const std::string &dir_arg)
 {
-	const std::string dir = dir_arg.empty() ? Directory() : dir_arg;
+	const std::string dir = dir_arg.empty() ? directory() : dir_arg;
 	Snapshot snap;
 	std::map<std::string, LinkCounters> totals;
 
@@ -158,7 +158,7 @@ Snapshot ReadAll(const std::string &dir_arg)
 				     .load(std::memory_order_acquire);
 		if (magic != kMagic || f->version != kVersion || n > kMaxLinks) {
 			snap.invalid++;
-		} else if (!ProcessAlive((pid_t)f->pid)) {
+		} else if (!process_alive((pid_t)f->pid)) {
 			snap.stale++;
 		} else {
 			snap.publishers++;
@@ -167,11 +167,11 @@ Snapshot ReadAll(const std::string &dir_arg)
 				std::string name(l.link, strnlen(l.link, kNameMax));
 				LinkCounters &t = totals[name];
 				t.link = name;
-				t.tx_bytes += Load(l.tx_bytes);
-				t.rx_bytes += Load(l.rx_bytes);
-				t.tx_ops += Load(l.tx_ops);
-				t.rx_ops += Load(l.rx_ops);
-				t.errors += Load(l.errors);
+				t.tx_bytes += load(l.tx_bytes);
+				t.rx_bytes += load(l.rx_bytes);
+				t.tx_ops += load(l.tx_ops);
+				t.rx_ops += load(l.rx_ops);
+				t.errors += load(l.errors);
 				t.processes++;
 			}
 		}

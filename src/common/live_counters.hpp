@@ -47,7 +47,7 @@ struct ShmFile {
 };
 
 // The directory the files live in.
-std::string Directory();
+std::string directory();
 
 // One process's file, created on first use. Not copyable.
 class Publisher {
@@ -60,10 +60,10 @@ public:
 	// False when the file could not be made (counters are then dropped).
 	bool ok() const { return file_ != nullptr; }
 	// The record of @link, added on first use; nullptr when full or !ok().
-	ShmLink *Link(const char *link);
+	ShmLink *link(const char *link);
 	const std::string &path() const { return path_; }
 
-	static void Add(uint64_t *counter, uint64_t n);
+	static void add(uint64_t *counter, uint64_t n);
 
 private:
 	ShmFile *file_ = nullptr;
@@ -88,11 +88,11 @@ struct Snapshot {
 	uint32_t invalid = 0;			// files that are not ours, or damaged
 };
 
-// Read every publisher in Directory() (or @dir when not empty).
-Snapshot ReadAll(const std::string &dir = "");
+// Read every publisher in directory() (or @dir when not empty).
+Snapshot read_snapshot(const std::string &dir = "");
 
 // Shorthand for the exporter and tools: the per-link totals.
-inline std::vector<LinkCounters> read_all() { return ReadAll().links; }
+inline std::vector<LinkCounters> read_all() { return read_snapshot().links; }
 
 } // namespace tb5::live
 

@@ -860,7 +860,7 @@ TEST_P(PluginVersion, LiveCountersArePublished)
 	Rank a, b;
 	ASSERT_NO_FATAL_FAILURE(Pair(a, b));
 	ASSERT_NO_FATAL_FAILURE(Transfer(a, b, {1000, 2000}));
-	tb5::live::Snapshot s = tb5::live::ReadAll(live_dir);
+	tb5::live::Snapshot s = tb5::live::read_snapshot(live_dir);
 	EXPECT_EQ(s.publishers, 1u);
 	uint64_t tx = 0, rx = 0, txo = 0, rxo = 0;
 	for (auto &l : s.links) {
@@ -1438,7 +1438,7 @@ int NcclRank(int version, int rank, int n, const std::vector<Channel *> &ch,
 	}
 	// Bytes per cable, from the plugin's live counters: every cable this
 	// rank sent on carries at least a quarter of the mean.
-	tb5::live::Snapshot snap = tb5::live::ReadAll();
+	tb5::live::Snapshot snap = tb5::live::read_snapshot();
 	uint64_t total = 0;
 	int ncables = 0;
 	for (auto &lk : snap.links) {

@@ -198,11 +198,11 @@ int list_links_command()
 
 int counters_command(bool json)
 {
-	const tb5::live::Snapshot snap = tb5::live::ReadAll();
+	const tb5::live::Snapshot snap = tb5::live::read_snapshot();
 
 	if (json) {
 		nlohmann::json out;
-		out["directory"] = tb5::live::Directory();
+		out["directory"] = tb5::live::directory();
 		out["publishers"] = snap.publishers;
 		out["stale"] = snap.stale;
 		out["invalid"] = snap.invalid;
@@ -215,7 +215,7 @@ int counters_command(bool json)
 		printf("%s\n", out.dump(2).c_str());
 		return kExitOk;
 	}
-	printf("live counters in %s: %u NCCL process%s", tb5::live::Directory().c_str(),
+	printf("live counters in %s: %u NCCL process%s", tb5::live::directory().c_str(),
 	       snap.publishers, snap.publishers == 1 ? "" : "es");
 	if (snap.stale)
 		printf(", %u stale file%s of exited processes", snap.stale,

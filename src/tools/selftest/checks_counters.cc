@@ -14,8 +14,8 @@ namespace tb5selftest {
 
 void run_counters_check(Report &report)
 {
-	const tb5::live::Snapshot snap = tb5::live::ReadAll();
-	const std::string dir = tb5::live::Directory();
+	const tb5::live::Snapshot snap = tb5::live::read_snapshot();
+	const std::string dir = tb5::live::directory();
 
 	if (snap.invalid) {
 		report.add(fail("counters", std::to_string(snap.invalid) + " file(s) tb5live.* in " +
