@@ -17,7 +17,7 @@ using tb5exporter::Snapshot;
 
 namespace {
 
-bool Has(const std::string &text, const std::string &line)
+bool has(const std::string &text, const std::string &line)
 {
 	std::istringstream in(text);
 	for (std::string l; std::getline(in, l);)
@@ -26,7 +26,7 @@ bool Has(const std::string &text, const std::string &line)
 	return false;
 }
 
-Snapshot TwoLinks()
+Snapshot two_links()
 {
 	Snapshot s;
 	s.version = "9.8.7";
@@ -69,7 +69,7 @@ TEST(ExporterFormat, EscapesLabelValues)
 
 TEST(ExporterFormat, EveryFamilyHasHelpAndTypeOnce)
 {
-	const std::string text = format(TwoLinks());
+	const std::string text = format(two_links());
 	std::istringstream in(text);
 	int help = 0, type = 0;
 	std::string last_family;
@@ -93,26 +93,26 @@ TEST(ExporterFormat, EveryFamilyHasHelpAndTypeOnce)
 
 TEST(ExporterFormat, LinksAndCounters)
 {
-	const std::string text = format(TwoLinks());
-	EXPECT_TRUE(Has(text, "tb5_exporter_build_info{version=\"9.8.7\"} 1"));
-	EXPECT_TRUE(Has(text, "tb5_up 1"));
-	EXPECT_TRUE(Has(text, "tb5_link_info{link=\"tb5_0\",backend=\"kernel\",state=\"ready\","
+	const std::string text = format(two_links());
+	EXPECT_TRUE(has(text, "tb5_exporter_build_info{version=\"9.8.7\"} 1"));
+	EXPECT_TRUE(has(text, "tb5_up 1"));
+	EXPECT_TRUE(has(text, "tb5_link_info{link=\"tb5_0\",backend=\"kernel\",state=\"ready\","
 			      "host=\"0x0000000000000010\",peer_host=\"0x0000000000000011\"} 1"));
-	EXPECT_TRUE(Has(text, "tb5_link_info{link=\"tb5_1\",backend=\"kernel\",state=\"down\","
+	EXPECT_TRUE(has(text, "tb5_link_info{link=\"tb5_1\",backend=\"kernel\",state=\"down\","
 			      "host=\"0x0000000000000000\",peer_host=\"\"} 1"));
-	EXPECT_TRUE(Has(text, "# TYPE tb5_link_tx_bytes_total counter"));
-	EXPECT_TRUE(Has(text, "tb5_link_state{link=\"tb5_0\"} 2"));
-	EXPECT_TRUE(Has(text, "tb5_link_ring_size{link=\"tb5_1\"} 1024"));
+	EXPECT_TRUE(has(text, "# TYPE tb5_link_tx_bytes_total counter"));
+	EXPECT_TRUE(has(text, "tb5_link_state{link=\"tb5_0\"} 2"));
+	EXPECT_TRUE(has(text, "tb5_link_ring_size{link=\"tb5_1\"} 1024"));
 	// Base units: 80 Gbit/s is 10 GB/s.
-	EXPECT_TRUE(Has(text, "tb5_link_speed_bytes_per_second{link=\"tb5_0\"} 10000000000"));
-	EXPECT_TRUE(Has(text, "tb5_link_tx_bytes_total{link=\"tb5_0\"} 12288"));
-	EXPECT_TRUE(Has(text, "tb5_link_rx_frames_total{link=\"tb5_0\"} 4"));
-	EXPECT_TRUE(Has(text, "tb5_link_errors_total{link=\"tb5_0\"} 1"));
-	EXPECT_TRUE(Has(text, "tb5_link_counters_available{link=\"tb5_1\"} 0"));
-	EXPECT_TRUE(Has(text, "# TYPE tb5_link_rx_drops_total counter"));
-	EXPECT_TRUE(Has(text, "tb5_link_rx_drops_total{link=\"tb5_0\",kind=\"sequence_gap\"} 7"));
-	EXPECT_TRUE(Has(text, "tb5_link_rx_drops_total{link=\"tb5_0\",kind=\"malformed\"} 2"));
-	EXPECT_TRUE(Has(text, "tb5_link_rx_drops_total{link=\"tb5_0\",kind=\"ring_overflow\"} 0"));
+	EXPECT_TRUE(has(text, "tb5_link_speed_bytes_per_second{link=\"tb5_0\"} 10000000000"));
+	EXPECT_TRUE(has(text, "tb5_link_tx_bytes_total{link=\"tb5_0\"} 12288"));
+	EXPECT_TRUE(has(text, "tb5_link_rx_frames_total{link=\"tb5_0\"} 4"));
+	EXPECT_TRUE(has(text, "tb5_link_errors_total{link=\"tb5_0\"} 1"));
+	EXPECT_TRUE(has(text, "tb5_link_counters_available{link=\"tb5_1\"} 0"));
+	EXPECT_TRUE(has(text, "# TYPE tb5_link_rx_drops_total counter"));
+	EXPECT_TRUE(has(text, "tb5_link_rx_drops_total{link=\"tb5_0\",kind=\"sequence_gap\"} 7"));
+	EXPECT_TRUE(has(text, "tb5_link_rx_drops_total{link=\"tb5_0\",kind=\"malformed\"} 2"));
+	EXPECT_TRUE(has(text, "tb5_link_rx_drops_total{link=\"tb5_0\",kind=\"ring_overflow\"} 0"));
 	EXPECT_EQ(text.find("tb5_link_rx_drops_total{link=\"tb5_1\""), std::string::npos);
 	// No counters for a link that could not be opened: no fake zeros.
 	EXPECT_EQ(text.find("tb5_link_tx_bytes_total{link=\"tb5_1\"}"), std::string::npos);
@@ -123,10 +123,10 @@ TEST(ExporterFormat, NoLinksStillNamesTheFamilies)
 	Snapshot s;
 	s.version = "1.0.0";
 	const std::string text = format(s);
-	EXPECT_TRUE(Has(text, "tb5_up 0"));
-	EXPECT_TRUE(Has(text, "tb5_plugin_up 0"));
-	EXPECT_TRUE(Has(text, "# TYPE tb5_link_rx_bytes_total counter"));
-	EXPECT_TRUE(Has(text, "# TYPE tb5_plugin_tx_ops_total counter"));
+	EXPECT_TRUE(has(text, "tb5_up 0"));
+	EXPECT_TRUE(has(text, "tb5_plugin_up 0"));
+	EXPECT_TRUE(has(text, "# TYPE tb5_link_rx_bytes_total counter"));
+	EXPECT_TRUE(has(text, "# TYPE tb5_plugin_tx_ops_total counter"));
 }
 
 TEST(ExporterFormat, PluginCounters)
@@ -144,9 +144,9 @@ TEST(ExporterFormat, PluginCounters)
 	p.processes = 2;
 	s.plugin = {p};
 	const std::string text = format(s);
-	EXPECT_TRUE(Has(text, "tb5_plugin_up 1"));
-	EXPECT_TRUE(Has(text, "tb5_plugin_tx_bytes_total{link=\"tb5_0\"} 1099511627776"));
-	EXPECT_TRUE(Has(text, "tb5_plugin_rx_ops_total{link=\"tb5_0\"} 7"));
-	EXPECT_TRUE(Has(text, "tb5_plugin_processes{link=\"tb5_0\"} 2"));
-	EXPECT_TRUE(Has(text, "# TYPE tb5_plugin_processes gauge"));
+	EXPECT_TRUE(has(text, "tb5_plugin_up 1"));
+	EXPECT_TRUE(has(text, "tb5_plugin_tx_bytes_total{link=\"tb5_0\"} 1099511627776"));
+	EXPECT_TRUE(has(text, "tb5_plugin_rx_ops_total{link=\"tb5_0\"} 7"));
+	EXPECT_TRUE(has(text, "tb5_plugin_processes{link=\"tb5_0\"} 2"));
+	EXPECT_TRUE(has(text, "# TYPE tb5_plugin_processes gauge"));
 }

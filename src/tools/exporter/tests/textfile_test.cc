@@ -17,7 +17,7 @@
 
 namespace {
 
-std::vector<std::string> Entries(const std::string &dir)
+std::vector<std::string> entries(const std::string &dir)
 {
 	std::vector<std::string> out;
 	DIR *d = opendir(dir.c_str());
@@ -30,7 +30,7 @@ std::vector<std::string> Entries(const std::string &dir)
 	return out;
 }
 
-std::string Read(const std::string &path)
+std::string read(const std::string &path)
 {
 	std::ifstream in(path);
 	std::ostringstream s;
@@ -45,10 +45,10 @@ TEST(Textfile, WrittenAndReplacedWhole)
 	ASSERT_TRUE(dir);
 	std::string error;
 	ASSERT_TRUE(tb5exporter::write_textfile(dir, "tb5_up 1\n", &error)) << error;
-	EXPECT_EQ(Read(std::string(dir) + "/tb5.prom"), "tb5_up 1\n");
+	EXPECT_EQ(read(std::string(dir) + "/tb5.prom"), "tb5_up 1\n");
 	ASSERT_TRUE(tb5exporter::write_textfile(dir, "tb5_up 0\n", &error)) << error;
-	EXPECT_EQ(Read(std::string(dir) + "/tb5.prom"), "tb5_up 0\n");
-	EXPECT_EQ(Entries(dir), std::vector<std::string>{"tb5.prom"});
+	EXPECT_EQ(read(std::string(dir) + "/tb5.prom"), "tb5_up 0\n");
+	EXPECT_EQ(entries(dir), std::vector<std::string>{"tb5.prom"});
 	struct stat st;
 	ASSERT_EQ(stat((std::string(dir) + "/tb5.prom").c_str(), &st), 0);
 	EXPECT_EQ(st.st_mode & 0777, 0644u);

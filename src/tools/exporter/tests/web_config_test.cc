@@ -19,7 +19,7 @@ using tb5exporter::WebConfig;
 // bcrypt of "right-pass" at cost 4 (cheap for a test; real ones use 10+).
 const char kHash[] = "$2b$04$ll6qxiijvygHYrLTpUIwB.3C4LHBA5Pt3mAlGCm39K08k0N5g2QYy";
 
-std::string Refusal(const std::string &yaml, const std::string &dir = "/nonexistent")
+std::string refusal(const std::string &yaml, const std::string &dir = "/nonexistent")
 {
 	WebConfig c;
 	std::string error;
@@ -53,28 +53,28 @@ TEST(WebConfig, BasicAuthUsers)
 
 TEST(WebConfig, RefusesWhatItCannotHonour)
 {
-	EXPECT_NE(Refusal("basic_auth_users:\n  prom: plaintext\n").find("not a bcrypt hash"),
+	EXPECT_NE(refusal("basic_auth_users:\n  prom: plaintext\n").find("not a bcrypt hash"),
 		  std::string::npos);
-	EXPECT_NE(Refusal("tls_server_config:\n  cert_file: a.crt\n").find("both required"),
+	EXPECT_NE(refusal("tls_server_config:\n  cert_file: a.crt\n").find("both required"),
 		  std::string::npos);
-	EXPECT_NE(Refusal("tls_server_config:\n  cert_file: a\n  key_file: b\n  "
+	EXPECT_NE(refusal("tls_server_config:\n  cert_file: a\n  key_file: b\n  "
 			  "client_auth_type: RequireAndVerifyClientCert\n")
 			  .find("NoClientCert"),
 		  std::string::npos);
-	EXPECT_NE(Refusal("tls_server_config:\n  cert_file: a\n  key_file: b\n  "
+	EXPECT_NE(refusal("tls_server_config:\n  cert_file: a\n  key_file: b\n  "
 			  "client_ca_file: c\n")
 			  .find("client_ca_file: not supported"),
 		  std::string::npos);
-	EXPECT_NE(Refusal("http_server_config:\n  http2: false\n").find("not supported"),
+	EXPECT_NE(refusal("http_server_config:\n  http2: false\n").find("not supported"),
 		  std::string::npos);
-	EXPECT_NE(Refusal("basic_auth_user:\n  prom: x\n").find("unknown key"), std::string::npos);
-	EXPECT_NE(Refusal("- a\n- b\n").find("not a mapping"), std::string::npos);
-	EXPECT_NE(Refusal("tls_server_config: [\n").find("not YAML"), std::string::npos);
-	EXPECT_NE(Refusal("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: SSL3\n")
+	EXPECT_NE(refusal("basic_auth_user:\n  prom: x\n").find("unknown key"), std::string::npos);
+	EXPECT_NE(refusal("- a\n- b\n").find("not a mapping"), std::string::npos);
+	EXPECT_NE(refusal("tls_server_config: [\n").find("not YAML"), std::string::npos);
+	EXPECT_NE(refusal("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: SSL3\n")
 			  .find("min_version"),
 		  std::string::npos);
 	// Files that are not there are named.
-	EXPECT_NE(Refusal("tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n")
+	EXPECT_NE(refusal("tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n")
 			  .find("/nonexistent/a.crt: cannot be read"),
 		  std::string::npos);
 }
