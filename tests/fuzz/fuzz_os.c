@@ -6,7 +6,8 @@
  * exactly: random numbers come from a generator the harness reseeds for
  * every input, and time advances only when the harness says so. Its locks
  * abort on re-entry instead of deadlocking, because the core must never call
- * itself (or be called from a callback) with its lock held. Logging is off
+ * itself (or be called from a callback) with its lock held, and its lock
+ * assertions are always on. Logging is off
  * unless TB5_FUZZ_LOG is set: malformed frames are the normal case here.
  */
 #include "tb5_os.h"
@@ -116,6 +117,17 @@ void tb5_os_unlock(struct tb5_os_spinlock *lock)
 	}
 	lock->held = 0;
 	locks_held--;
+}
+
+/* One thread: held is held by the caller. */
+void tb5_os_assert_held_at(struct tb5_os_spinlock *lock, const char *lock_name,
+			   const char *func)
+{
+	if (lock->held)
+		return;
+	fprintf(stderr, "tb5-fuzz: %s() must be called with %s held\n", func,
+		lock_name);
+	abort();
 }
 
 uint64_t tb5_os_now_ns(void)
