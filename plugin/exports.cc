@@ -7,6 +7,7 @@
 // tables are the only symbols the library exports (see exports.map).
 #include <climits>
 #include <cstring>
+#include <new>
 
 #include "nccl_net_abi.h"
 #include "net.hpp"
@@ -179,47 +180,81 @@ ncclResult_t irecv_v7(void *recv_comm, int n, void **data, int *sizes, int *tags
 	return irecv(recv_comm, n, data, wide, tags, mhandles, request);
 }
 
+// Every function NCCL calls runs through guarded<>: the implementation
+// allocates (std::string, std::vector, std::map) and C++ exceptions must
+// not unwind into NCCL's C code, so what escapes becomes an error code
+// (docs/architecture.md, C++ style).
+template <auto Fn> struct Guard;
+template <typename... Args, ncclResult_t (*Fn)(Args...)> struct Guard<Fn> {
+	static ncclResult_t call(Args... args) noexcept
+	{
+		try {
+			return Fn(args...);
+		} catch (const std::bad_alloc &) {
+			return ncclSystemError;
+		} catch (...) {
+			return ncclInternalError;
+		}
+	}
+};
+template <auto Fn> constexpr auto guarded = &Guard<Fn>::call;
+
 } // namespace
 } // namespace tb5net
 
 using namespace tb5net;
 
 TB5_EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = {
-	kName, init_v11, devices, get_properties, listen_v11, connect_v11, accept_v7,
-	reg_mr, reg_mr_dma_buf, dereg_mr, isend_v10, irecv_v10, iflush, test,
-	close_send, close_recv, close_listen, get_device_mr, irecv_consumed,
-	nullptr /* makeVDevice: see net.cc */, finalize, set_net_attr_v12,
+	kName, guarded<init_v11>, guarded<devices>, guarded<get_properties>,
+	guarded<listen_v11>, guarded<connect_v11>, guarded<accept_v7>, guarded<reg_mr>,
+	guarded<reg_mr_dma_buf>, guarded<dereg_mr>, guarded<isend_v10>, guarded<irecv_v10>,
+	guarded<iflush>, guarded<test>, guarded<close_send>, guarded<close_recv>,
+	guarded<close_listen>, guarded<get_device_mr>, guarded<irecv_consumed>,
+	nullptr /* makeVDevice: see net.cc */, guarded<finalize>, guarded<set_net_attr_v12>,
 };
 
 TB5_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
-	kName, init_v11, devices, get_properties_as<ncclNetProperties_v11_t>, listen_v11, connect_v11, accept_v7,
-	reg_mr, reg_mr_dma_buf, dereg_mr, isend_v10, irecv_v10, iflush, test,
-	close_send, close_recv, close_listen, get_device_mr, irecv_consumed,
-	nullptr /* makeVDevice */, finalize, set_net_attr_v12,
+	kName, guarded<init_v11>, guarded<devices>,
+	guarded<get_properties_as<ncclNetProperties_v11_t>>, guarded<listen_v11>,
+	guarded<connect_v11>, guarded<accept_v7>, guarded<reg_mr>, guarded<reg_mr_dma_buf>,
+	guarded<dereg_mr>, guarded<isend_v10>, guarded<irecv_v10>, guarded<iflush>,
+	guarded<test>, guarded<close_send>, guarded<close_recv>, guarded<close_listen>,
+	guarded<get_device_mr>, guarded<irecv_consumed>, nullptr /* makeVDevice */,
+	guarded<finalize>, guarded<set_net_attr_v12>,
 };
 
 TB5_EXPORT const ncclNet_v10_t ncclNetPlugin_v10 = {
-	kName, init_v10, devices, get_properties_as<ncclNetProperties_v9_t>, listen, connect_v10, accept_v7,
-	reg_mr, reg_mr_dma_buf, dereg_mr, isend_v10, irecv_v10, iflush, test,
-	close_send, close_recv, close_listen, get_device_mr, irecv_consumed,
-	nullptr /* makeVDevice */,
+	kName, guarded<init_v10>, guarded<devices>,
+	guarded<get_properties_as<ncclNetProperties_v9_t>>, guarded<listen>,
+	guarded<connect_v10>, guarded<accept_v7>, guarded<reg_mr>, guarded<reg_mr_dma_buf>,
+	guarded<dereg_mr>, guarded<isend_v10>, guarded<irecv_v10>, guarded<iflush>,
+	guarded<test>, guarded<close_send>, guarded<close_recv>, guarded<close_listen>,
+	guarded<get_device_mr>, guarded<irecv_consumed>, nullptr /* makeVDevice */,
 };
 
 TB5_EXPORT const ncclNet_v9_t ncclNetPlugin_v9 = {
-	kName, init_v7, devices, get_properties_as<ncclNetProperties_v9_t>, listen, connect_v7, accept_v7,
-	reg_mr, reg_mr_dma_buf, dereg_mr, isend_v9, irecv_v9, iflush, test,
-	close_send, close_recv, close_listen, get_device_mr, irecv_consumed,
-	nullptr /* makeVDevice */,
+	kName, guarded<init_v7>, guarded<devices>,
+	guarded<get_properties_as<ncclNetProperties_v9_t>>, guarded<listen>,
+	guarded<connect_v7>, guarded<accept_v7>, guarded<reg_mr>, guarded<reg_mr_dma_buf>,
+	guarded<dereg_mr>, guarded<isend_v9>, guarded<irecv_v9>, guarded<iflush>,
+	guarded<test>, guarded<close_send>, guarded<close_recv>, guarded<close_listen>,
+	guarded<get_device_mr>, guarded<irecv_consumed>, nullptr /* makeVDevice */,
 };
 
 TB5_EXPORT const ncclNet_v8_t ncclNetPlugin_v8 = {
-	kName, init_v7, devices, get_properties_as<ncclNetProperties_v8_t>, listen, connect_v7, accept_v7,
-	reg_mr, reg_mr_dma_buf, dereg_mr, isend_v7, irecv_v7, iflush, test,
-	close_send, close_recv, close_listen, get_device_mr, irecv_consumed,
+	kName, guarded<init_v7>, guarded<devices>,
+	guarded<get_properties_as<ncclNetProperties_v8_t>>, guarded<listen>,
+	guarded<connect_v7>, guarded<accept_v7>, guarded<reg_mr>, guarded<reg_mr_dma_buf>,
+	guarded<dereg_mr>, guarded<isend_v7>, guarded<irecv_v7>, guarded<iflush>,
+	guarded<test>, guarded<close_send>, guarded<close_recv>, guarded<close_listen>,
+	guarded<get_device_mr>, guarded<irecv_consumed>,
 };
 
 TB5_EXPORT const ncclNet_v7_t ncclNetPlugin_v7 = {
-	kName, init_v7, devices, get_properties_as<ncclNetProperties_v7_t>, listen, connect_v7, accept_v7,
-	reg_mr_v7, reg_mr_dma_buf, dereg_mr, isend_v7, irecv_v7, iflush, test,
-	close_send, close_recv, close_listen, get_device_mr, irecv_consumed,
+	kName, guarded<init_v7>, guarded<devices>,
+	guarded<get_properties_as<ncclNetProperties_v7_t>>, guarded<listen>,
+	guarded<connect_v7>, guarded<accept_v7>, guarded<reg_mr_v7>,
+	guarded<reg_mr_dma_buf>, guarded<dereg_mr>, guarded<isend_v7>, guarded<irecv_v7>,
+	guarded<iflush>, guarded<test>, guarded<close_send>, guarded<close_recv>,
+	guarded<close_listen>, guarded<get_device_mr>, guarded<irecv_consumed>,
 };
