@@ -182,12 +182,22 @@ wait_ready() {
 		done
 		if [ "$n" -ge "$want" ]; then
 			READY_IDS=$(link_ids)
+			READY_PEERS=$(link_peers)
 			return 0
 		fi
 		nap
 		left=$((left - 1))
 	done
 	return 1
+}
+
+# link_peers: every link's peer id. A peer that reloaded tb5 has a new one
+# (tb5.ko draws its host id at load), also where this end kept its link
+# through the peer's logout and the peer's login again.
+link_peers() {
+	for l in "$CLASS"/tb5_*; do
+		[ -e "$l" ] && head -n 1 "$l/peer_id" 2>/dev/null
+	done | tr '\n' ' '
 }
 
 # link_ids: the inode of every link's sysfs directory. kernfs numbers its
@@ -410,7 +420,8 @@ link_on() {
 		esac
 	done
 }
-# wait_gone CHECK SECONDS: every tb link gone (or gone and back).
+# wait_gone CHECK SECONDS: every tb link gone (or gone and back, or no
+# longer to the peer the last wait_ready saw).
 wait_gone() {
 	left=$(($2 * 5))
 	while [ "$(nlinks)" -gt 0 ]; do
@@ -421,6 +432,15 @@ wait_gone() {
 			case " ${READY_IDS:-} " in *" $i "*) old=1 ;; esac
 		done
 		[ -n "${READY_IDS:-}" ] && [ "$old" = 0 ] && return 0
+		# Kept, but the peer logged out: no link is still to a
+		# peer id the last wait_ready saw (a logged-out link has
+		# none; a reloaded peer has a new one).
+		old=0
+		for p in $(link_peers); do
+			[ "$p" = none ] && continue
+			case " ${READY_PEERS:-} " in *" $p "*) old=1 ;; esac
+		done
+		[ -n "${READY_PEERS:-}" ] && [ "$old" = 0 ] && return 0
 		[ "$left" -gt 0 ] || fail "$1" "links still there after $2 s"
 		nap
 		left=$((left - 1))
