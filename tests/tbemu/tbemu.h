@@ -43,7 +43,14 @@
 #define TBEMU_MAX_HOPID		(TBEMU_HOPS - 1)
 #define TBEMU_PROPS		4	/* service directories a host offers */
 #define TBEMU_RINGS		16	/* NHI rings per direction; 0 is ctl */
-#define TBEMU_PEER_DEAD_MS	2000	/* a peer's heartbeat may stop this long */
+/*
+ * A peer's heartbeat may stop this long before its XDomain goes. Not 2 s:
+ * a VM on a loaded 2-core CI host can stall that long (hrtimer warnings of
+ * 350 ms in a row), and then its links were torn down in the middle of a
+ * test. A peer that really goes (pulled cable, unbound bus, reboot, power
+ * off) is seen at once by the plug state, its owner or its session.
+ */
+#define TBEMU_PEER_DEAD_MS	10000
 
 /* Slot kinds on the wire. */
 #define TBEMU_SLOT_DATA		1	/* a frame on a DMA path */
