@@ -24,7 +24,7 @@ TB5_DEPS_BUILD=(build-essential cmake ninja-build pkg-config
 # shellcheck disable=SC2034  # used by ci/test.sh
 TB5_DEPS_TEST=("${TB5_DEPS_BUILD[@]}" clang libclang-rt-14-dev linux-headers-amd64
 		sparse socat curl openssl prometheus man-db gnuplot-nox libxml2-utils
-		shellcheck shfmt procps)
+		shellcheck shfmt procps ccache)
 # What the packages need (ci/package.sh, ci/release.sh,
 # ci/package-install.sh): CPack's DEB helpers, rpmbuild, the linters, a
 # signed apt repository, a Debian 12 made with debootstrap, its disk image,
@@ -56,6 +56,13 @@ TB5_DEPS_AUTOPKGTEST=(autopkgtest zstd qemu-system-x86 qemu-utils e2fsprogs)
 # Debian 12 (cached as a zstd tarball) and the clone of the checkout.
 # shellcheck disable=SC2034  # used by ci/fresh-system.sh
 TB5_DEPS_FRESH=(debootstrap zstd git)
+# Everything ci/test.sh's stages install, installed by its first stage: its
+# lanes (tb5_lanes) then run at once and never call apt-get at the same
+# time.
+# shellcheck disable=SC2034  # used by ci/test.sh
+TB5_DEPS_ALL=("${TB5_DEPS_TEST[@]}" "${TB5_DEPS_PACKAGE[@]}" "${TB5_DEPS_RPM[@]}"
+		"${TB5_DEPS_KERNEL[@]}" "${TB5_DEPS_DEBSRC[@]}" "${TB5_DEPS_AUTOPKGTEST[@]}"
+		"${TB5_DEPS_FRESH[@]}")
 
 tb5_banner() {
 	printf '\n==== %s ====\n' "$*"
@@ -100,7 +107,8 @@ tb5_install_deps() {
 		as_root=(sudo)
 	fi
 	echo "dependencies: installing ${missing[*]}"
-	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get \
+		-o DPkg::Lock::Timeout=600 update
 	# Some are installed for a tool only (prometheus for promtool): their
 	# services are not started (policy-rc.d 101, for this install only).
 	local policy=/usr/sbin/policy-rc.d own_policy=0 rc=0
@@ -111,7 +119,8 @@ tb5_install_deps() {
 		own_policy=1
 	fi
 	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y --no-install-recommends "${missing[@]}" || rc=$?
+		apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends \
+		"${missing[@]}" || rc=$?
 	if ((own_policy)); then
 		"${as_root[@]}" rm -f "$policy"
 	fi
@@ -132,6 +141,31 @@ tb5_build() {
 	cmake --build "$dir" -j "$TB5_JOBS"
 }
 
+# tb5_use_ccache: every CMake build configured from here on, by this script
+# and the scripts it runs (ci/package.sh, ci/kernel-tests.sh, debhelper's in
+# ci/deb-source.sh), compiles through ccache. A CI run builds the same
+# sources in up to eight trees, and the next run, of a fresh clone, builds
+# them again: ccache keeps the objects in $TB5_KCACHE/ccache, and hashes
+# paths relative to the checkout (base_dir, no hash_dir) so that a clone
+# at another path hits them too. Only as root, where every build of the run
+# writes the same cache (as a user, the scripts that re-run themselves
+# through sudo would leave root's files in the user's cache); and never for
+# ci/main.sh or ci/fresh-system.sh's new user, whose first build is a cold
+# one. TB5_CCACHE=0 turns it off.
+tb5_use_ccache() {
+	if [[ ${TB5_CCACHE:-1} == 0 ]] || ((EUID != 0)) || ! command -v ccache >/dev/null; then
+		echo "ccache: not used"
+		return 0
+	fi
+	export CCACHE_DIR=${CCACHE_DIR:-${TB5_KCACHE:-/var/cache/tb5-ci}/ccache}
+	export CCACHE_BASEDIR=$TB5_ROOT CCACHE_NOHASHDIR=true
+	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-4G}
+	export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+	mkdir -p "$CCACHE_DIR"
+	ccache --zero-stats >/dev/null
+	echo "ccache: $CCACHE_DIR ($(ccache --get-config max_size) at most)"
+}
+
 # Stages: tb5_stage NAME COMMAND... runs one stage under a banner and records
 # its time; tb5_summary (the EXIT trap) prints the table and the closing line.
 TB5_STAGE=
@@ -150,6 +184,77 @@ tb5_stage() {
 		"$(tb5_fmt_secs $((SECONDS - start)))")")
 	TB5_STAGES_PASSED=$((TB5_STAGES_PASSED + 1))
 	TB5_STAGE=
+}
+
+# Lanes: tb5_lanes NAME FUNCTION [NAME FUNCTION...] runs each FUNCTION, a
+# sequence of tb5_stage calls, in a subshell of its own, all at the same
+# time, each line of a lane's output prefixed with "[NAME] ". Most of the
+# long stages boot one QEMU guest, which TCG runs on one thread, so two
+# lanes keep both cores of the CI machine busy where one left one idle.
+# Lanes must not share a build directory or call apt-get on the host (the
+# first stage installs every deps list; see TB5_DEPS_ALL). A failed stage
+# ends its lane, the others run to their end; then the lanes' stage times
+# join this script's table (prefixed with the lane), and the first failed
+# stage, in lane order, is this script's failure.
+tb5_lanes() {
+	local dir name i line n=0 rc=0 first_failed='' lane_rc
+	local -a names=()
+
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/tb5-lanes.XXXXXX")
+	while (($# >= 2)); do
+		names+=("$1")
+		(
+			# Its own table and verdict, written for the parent at exit.
+			trap 'tb5_lane_exit "$dir/$n"' EXIT
+			# shellcheck disable=SC2030  # the subshell's own, on purpose
+			TB5_STAGE_TIMES=() TB5_STAGES_PASSED=0 TB5_STAGE=
+			"$2"
+		) 2>&1 | sed -u "s/^/[$1] /" &
+		n=$((n + 1))
+		shift 2
+	done
+	wait
+	for ((i = 0; i < n; i++)); do
+		name=${names[i]}
+		TB5_LANE_RC=1 TB5_LANE_STAGE='?' TB5_LANE_PASSED=0 TB5_LANE_TIMES=()
+		# shellcheck source=/dev/null
+		[[ -f $dir/$i ]] && source "$dir/$i"
+		# shellcheck disable=SC2031  # the parent's, not the lane's
+		for line in "${TB5_LANE_TIMES[@]}"; do
+			TB5_STAGE_TIMES+=("$(printf '  [%s]%s' "$name" "$line")")
+		done
+		# shellcheck disable=SC2031  # the parent's, not the lane's
+		TB5_STAGES_PASSED=$((TB5_STAGES_PASSED + TB5_LANE_PASSED))
+		lane_rc=$TB5_LANE_RC
+		if ((lane_rc != 0)); then
+			echo "lane $name: FAILED in stage '$TB5_LANE_STAGE' (exit $lane_rc)"
+			if [[ -z $first_failed ]]; then
+				first_failed="[$name] $TB5_LANE_STAGE" rc=$lane_rc
+			fi
+		else
+			echo "lane $name: ${TB5_LANE_PASSED} stages passed"
+		fi
+	done
+	rm -rf "$dir"
+	if [[ -n $first_failed ]]; then
+		TB5_STAGE=$first_failed
+		exit "$rc"
+	fi
+}
+
+# tb5_lane_exit FILE: a lane's EXIT trap: its verdict and table in FILE.
+tb5_lane_exit() {
+	local rc=$?
+
+	[[ -z $TB5_STAGE ]] || ((rc != 0)) || rc=1
+	{
+		printf 'TB5_LANE_RC=%d\n' "$rc"
+		printf 'TB5_LANE_STAGE=%q\n' "$TB5_STAGE"
+		printf 'TB5_LANE_PASSED=%d\n' "$TB5_STAGES_PASSED"
+		printf 'TB5_LANE_TIMES=('
+		((${#TB5_STAGE_TIMES[@]} == 0)) || printf '%q ' "${TB5_STAGE_TIMES[@]}"
+		printf ')\n'
+	} >"$1"
 }
 
 tb5_summary() {

@@ -102,8 +102,14 @@ deb_version() {
 make_base() {
 	local tmp mirror
 
+	# One maker at a time: ci/test.sh's lanes, and the main job in the
+	# fresh system, which shares this cache, may all want it at once.
+	mkdir -p "$BASE_DIR"
+	exec 8>"$BASE_DIR/.lock"
+	flock -n 8 || { echo "waiting for another maker of $BASE"; flock 8; }
 	if [[ -f $BASE && ${TB5_KREFRESH:-0} != 1 ]]; then
 		echo "cached: $BASE ($(du -h "$BASE" | cut -f1))"
+		flock -u 8
 		return 0
 	fi
 	mirror=$(tb5_mirror)
@@ -135,6 +141,7 @@ make_base() {
 	tar -C "$tmp" --zstd -cf "$BASE.tmp" .
 	mv "$BASE.tmp" "$BASE"
 	rm -rf "$tmp"
+	flock -u 8
 	echo "made: $BASE ($(du -h "$BASE" | cut -f1))"
 }
 

@@ -133,7 +133,8 @@ run_ctest() {
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-tb5_stage "build dependencies" tb5_install_deps "${TB5_DEPS_TEST[@]}"
+tb5_stage "build dependencies (every list the stages install)" tb5_install_deps "${TB5_DEPS_ALL[@]}"
+tb5_use_ccache
 tb5_stage "host tools: every program the scripts run comes from a package they install (ci/host-tools-audit.py)" \
 	python3 ci/host-tools-audit.py
 tb5_stage "kernel constraints of the core (gcc, freestanding)" kernel_constraints
@@ -150,24 +151,35 @@ tb5_stage "build (clang, ASan+UBSan, build-ci-san/)" tb5_build build-ci-san \
 	-DTB5_SANITIZE=address,undefined \
 	-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 tb5_stage "unit tests (clang, ASan+UBSan)" run_ctest build-ci-san
-tb5_stage "build (clang, libFuzzer, build-ci-fuzz/)" tb5_build build-ci-fuzz \
-	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTB5_WERROR=ON \
-	-DTB5_BUILD_FUZZERS=ON -DTB5_BUILD_BENCHMARKS=OFF \
-	-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
-tb5_stage "fuzz tb5-fuzz-rx (${TB5_FUZZ_SECONDS:-60} s)" \
-	bash tests/fuzz/run.sh build-ci-fuzz "${TB5_FUZZ_SECONDS:-60}"
-tb5_stage "tb5.ko: DKMS builds and VM tests on 6.1, 6.12, sid (ci/kernel-tests.sh)" \
-	ci/kernel-tests.sh
-tb5_stage "packages: deb + rpm, lintian, rpmlint (ci/package.sh)" ci/package.sh
-tb5_stage "packages: Debian source package (debhelper), lintian --pedantic, autopkgtest in a chroot and a QEMU testbed (ci/deb-source.sh)" \
-	ci/deb-source.sh --autopkgtest
-tb5_stage "packages: debhelper's debs against CPack's (ci/deb-compare.sh)" ci/deb-compare.sh
-tb5_stage "packages: rpm -i/-U/-e in a booted Debian 12, dnf in a chroot (ci/rpm-install.sh --dnf)" \
-	ci/rpm-install.sh --dnf
-tb5_stage "one version everywhere (ci/version-check.sh)" ci/version-check.sh
-tb5_stage "signed apt and dnf repositories (ci/release.sh --rpm)" \
-	env TB5_RELEASE_LINT=1 ci/release.sh --rpm
-tb5_stage "packages: install, boot, upgrade, purge, DKMS autopkgtest (ci/package-install.sh --full)" \
-	ci/package-install.sh --full
-tb5_stage "main job in a fresh Debian 12 (minbase, git, sudo): ci/main.sh as a new user (ci/fresh-system.sh)" \
-	ci/fresh-system.sh ci/main.sh
+
+# The rest runs in two lanes at once (tb5_lanes): the kernel's VMs, then
+# the main job in a fresh system; and the fuzzer, then the packages, each
+# stage after the one whose output it takes.
+lane_kernel() {
+	tb5_stage "tb5.ko: DKMS builds and VM tests on 6.1, 6.12, sid (ci/kernel-tests.sh)" \
+		ci/kernel-tests.sh
+	tb5_stage "main job in a fresh Debian 12 (minbase, git, sudo): ci/main.sh as a new user (ci/fresh-system.sh)" \
+		ci/fresh-system.sh ci/main.sh
+}
+
+lane_packages() {
+	tb5_stage "build (clang, libFuzzer, build-ci-fuzz/)" tb5_build build-ci-fuzz \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTB5_WERROR=ON \
+		-DTB5_BUILD_FUZZERS=ON -DTB5_BUILD_BENCHMARKS=OFF \
+		-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+	tb5_stage "fuzz tb5-fuzz-rx (${TB5_FUZZ_SECONDS:-60} s)" \
+		bash tests/fuzz/run.sh build-ci-fuzz "${TB5_FUZZ_SECONDS:-60}"
+	tb5_stage "packages: deb + rpm, lintian, rpmlint (ci/package.sh)" ci/package.sh
+	tb5_stage "packages: Debian source package (debhelper), lintian --pedantic, autopkgtest in a chroot and a QEMU testbed (ci/deb-source.sh)" \
+		ci/deb-source.sh --autopkgtest
+	tb5_stage "packages: debhelper's debs against CPack's (ci/deb-compare.sh)" ci/deb-compare.sh
+	tb5_stage "packages: rpm -i/-U/-e in a booted Debian 12, dnf in a chroot (ci/rpm-install.sh --dnf)" \
+		ci/rpm-install.sh --dnf
+	tb5_stage "one version everywhere (ci/version-check.sh)" ci/version-check.sh
+	tb5_stage "signed apt and dnf repositories (ci/release.sh --rpm)" \
+		env TB5_RELEASE_LINT=1 ci/release.sh --rpm
+	tb5_stage "packages: install, boot, upgrade, purge, DKMS autopkgtest (ci/package-install.sh --full)" \
+		ci/package-install.sh --full
+}
+
+tb5_lanes kernel lane_kernel packages lane_packages
