@@ -50,6 +50,7 @@ static inline void tb5_list_del(struct tb5_list *n)
 
 #define TB5_OPS_MASK		(TB5_EP_MAX_OPS - 1)
 #define TB5_REPLIES_MAX		128u	/* link-level replies waiting for the TX ring */
+#define TB5_CLOSED_MAX		32u	/* connections this side closed, remembered */
 #define TB5_EP_INDEX(id)	((id) & 0xffffu)
 #define TB5_EP_GEN(id)		((id) >> 16)
 
@@ -165,6 +166,12 @@ struct tb5_reply {
 	uint8_t type;			/* TB5_WIRE_REJECT or TB5_WIRE_CLOSE */
 };
 
+/* A connection this side closed, and told its peer of (CLOSE sent). */
+struct tb5_closed_conn {
+	uint32_t id;			/* our endpoint, released since */
+	uint32_t peer;			/* the peer's endpoint */
+};
+
 struct tb5_link {
 	struct tb5_os_spinlock *lock;
 	const struct tb5_link_ops *ops;
@@ -189,6 +196,15 @@ struct tb5_link {
 	struct tb5_reply replies[TB5_REPLIES_MAX];
 	uint32_t reply_head;
 	uint32_t reply_count;
+
+	/*
+	 * The last connections closed from this side (a ring, 0: empty).
+	 * When both sides close at once, the peer's CLOSE crosses ours and
+	 * finds the endpoint released: the ordinary end of a connection, not
+	 * a frame to count as a drop (tb5_rx_close).
+	 */
+	struct tb5_closed_conn closed[TB5_CLOSED_MAX];
+	uint32_t closed_next;
 
 	/* The payload frames of the burst being transmitted. */
 	struct {
@@ -226,6 +242,8 @@ static inline void tb5_ep_msg(const struct tb5_ep *ep, uint8_t type,
 
 /* tb5_link.c */
 void tb5_link_unlock(struct tb5_link *link);
+void tb5_closed_remember(struct tb5_link *link, uint32_t id, uint32_t peer);
+bool tb5_closed_forget(struct tb5_link *link, uint32_t id, uint32_t peer);
 struct tb5_ep *tb5_ep_lookup(struct tb5_link *link, uint32_t id);
 void tb5_ep_schedule(struct tb5_ep *ep);
 int tb5_send_header(struct tb5_link *link, const struct tb5_wire_msg *msg,

@@ -355,8 +355,10 @@ int tb5_ep_tx_close(struct tb5_ep *ep)
 	tb5_ep_msg(ep, TB5_WIRE_CLOSE, &m);
 	m.u.close.status = -ECONNRESET;
 	ret = tb5_send_header(ep->link, &m, TB5_EOF_LAST, 0);
-	if (!ret)
+	if (!ret) {
 		ep->need_close = false;
+		tb5_closed_remember(ep->link, ep->id, ep->peer_id);
+	}
 	return ret ? ret : 1;
 }
 
@@ -432,6 +434,9 @@ void tb5_rx_close(struct tb5_link *link, const struct tb5_wire_msg *m)
 
 	tb5_os_assert_held(link->lock);
 	if (!ep || ep->state != TB5_EP_CONNECTED || ep->peer_id != m->src) {
+		/* Both sides closed at once: the peer's CLOSE crossed ours. */
+		if (tb5_closed_forget(link, m->dst, m->src))
+			return;
 		tb5_rx_drop(link, TB5_DROP_UNKNOWN_CONN);
 		return;
 	}

@@ -129,6 +129,36 @@ err_free_link:
 	return -ENOMEM;
 }
 
+/* Our endpoint @id closed its connection to the peer's @peer. */
+void tb5_closed_remember(struct tb5_link *link, uint32_t id, uint32_t peer)
+{
+	tb5_os_assert_held(link->lock);
+	link->closed[link->closed_next].id = id;
+	link->closed[link->closed_next].peer = peer;
+	link->closed_next = (link->closed_next + 1) % TB5_CLOSED_MAX;
+}
+
+/*
+ * Whether our endpoint @id closed its connection to the peer's @peer
+ * lately; if so, forgotten now: a CLOSE crosses ours once.
+ */
+bool tb5_closed_forget(struct tb5_link *link, uint32_t id, uint32_t peer)
+{
+	uint32_t i;
+
+	tb5_os_assert_held(link->lock);
+	if (!id || !peer)
+		return false;
+	for (i = 0; i < TB5_CLOSED_MAX; i++) {
+		if (link->closed[i].id == id && link->closed[i].peer == peer) {
+			link->closed[i].id = 0;
+			link->closed[i].peer = 0;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Forget every frame on the TX ring: the backend discarded them. */
 static void link_drop_tx(struct tb5_link *link, int32_t status)
 {
@@ -140,6 +170,8 @@ static void link_drop_tx(struct tb5_link *link, int32_t status)
 	link->rxb.active = false;
 	link->rxb.ep = NULL;
 	link->reply_count = 0;
+	/* The peer's endpoints are gone with the link: nothing can cross. */
+	memset(link->closed, 0, sizeof(link->closed));
 	for (i = 1; i <= link->cfg.max_endpoints; i++)
 		if (link->eps[i])
 			tb5_ep_drop_tx_refs(link->eps[i], status);
