@@ -141,31 +141,6 @@ tb5_build() {
 	cmake --build "$dir" -j "$TB5_JOBS"
 }
 
-# tb5_use_ccache: every CMake build configured from here on, by this script
-# and the scripts it runs (ci/package.sh, ci/kernel-tests.sh, debhelper's in
-# ci/deb-source.sh), compiles through ccache. A CI run builds the same
-# sources in up to eight trees, and the next run, of a fresh clone, builds
-# them again: ccache keeps the objects in $TB5_KCACHE/ccache, and hashes
-# paths relative to the checkout (base_dir, no hash_dir) so that a clone
-# at another path hits them too. Only as root, where every build of the run
-# writes the same cache (as a user, the scripts that re-run themselves
-# through sudo would leave root's files in the user's cache); and never for
-# ci/main.sh or ci/fresh-system.sh's new user, whose first build is a cold
-# one. TB5_CCACHE=0 turns it off.
-tb5_use_ccache() {
-	if [[ ${TB5_CCACHE:-1} == 0 ]] || ((EUID != 0)) || ! command -v ccache >/dev/null; then
-		echo "ccache: not used"
-		return 0
-	fi
-	export CCACHE_DIR=${CCACHE_DIR:-${TB5_KCACHE:-/var/cache/tb5-ci}/ccache}
-	export CCACHE_BASEDIR=$TB5_ROOT CCACHE_NOHASHDIR=true
-	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-4G}
-	export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
-	mkdir -p "$CCACHE_DIR"
-	ccache --zero-stats >/dev/null
-	echo "ccache: $CCACHE_DIR ($(ccache --get-config max_size) at most)"
-}
-
 # Stages: tb5_stage NAME COMMAND... runs one stage under a banner and records
 # its time; tb5_summary (the EXIT trap) prints the table and the closing line.
 TB5_STAGE=
