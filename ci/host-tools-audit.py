@@ -404,6 +404,24 @@ class BasePackages:
     def __init__(self):
         self.cache = {}
 
+    def prefetch(self, pkgs):
+        """Looks the archive up for all of PKGS in one apt-cache call (one
+        call per package took a second each). What it does not answer for
+        (unknown to apt) is looked up one by one when asked."""
+        pkgs = sorted(pkgs)
+        if not pkgs:
+            return
+        r = sh("apt-cache", "show", "--no-all-versions", *pkgs, check=False)
+        for stanza in r.stdout.split("\n\n"):
+            f = self._fields(stanza.strip("\n"))
+            name = f.get("Package")
+            if name in pkgs and name not in self.cache:
+                self.cache[name] = self._base(f)
+
+    @staticmethod
+    def _base(fields):
+        return fields.get("Essential") == "yes" or fields.get("Priority") == "required"
+
     def __contains__(self, pkg):
         if pkg not in self.cache:
             self.cache[pkg] = self._lookup(pkg)
@@ -426,7 +444,7 @@ class BasePackages:
             r = sh("dpkg-query", "-W", "-f", "Essential: ${Essential}\nPriority: ${Priority}\n",
                    pkg, check=False)
             f = self._fields(r.stdout) if r.returncode == 0 else {}
-        return f.get("Essential") == "yes" or f.get("Priority") == "required"
+        return self._base(f)
 
 
 def load_map(path):
@@ -478,6 +496,7 @@ def main():
     cmd_map = load_map(Path(__file__).resolve().parent / "host-tools.tsv")
     lists = deps_lists(root)
     base = BasePackages()
+    base.prefetch({pkg for pkg, _ in cmd_map.values()})
 
     names = tracked_scripts(root)
     scripts = {rel: Script(rel, root) for rel in names}
