@@ -78,7 +78,7 @@ run_autopkgtest() {
 # $OUT: the testbed unpacks it, as Debian's CI does) over the debs of $OUT
 # in a QEMU testbed (autopkgtest-virt-qemu).
 autopkgtest_machine() {
-	local root=$OUT/autopkgtest-machine img=$OUT/autopkgtest-machine.img kver rc=0
+	local root=$OUT/autopkgtest-machine img=$OUT/autopkgtest-machine.img kver rc=0 attempt
 	local log=$OUT/autopkgtest-machine.log
 	tb5_install_deps "${TB5_DEPS_AUTOPKGTEST[@]}"
 	rm -rf "$OUT/autopkgtest-machine-out"
@@ -97,12 +97,27 @@ autopkgtest_machine() {
 	cp "$root/boot/vmlinuz-$kver" "$root/boot/initrd.img-$kver" "$OUT/"
 	rm -rf "$root"
 	echo "testbed: Debian 12, kernel $kver"
-	TB5_APT_KERNEL=$OUT/vmlinuz-$kver TB5_APT_INITRD=$OUT/initrd.img-$kver \
-		timeout 1500 autopkgtest -B --test-name=module-selftest "$OUT"/*.dsc "$OUT"/*.deb \
-		--output-dir "$OUT/autopkgtest-machine-out" --timeout-test=900 -- \
-		qemu --qemu-command "$TB5_ROOT/ci/vm/autopkgtest-qemu" --qemu-architecture x86_64 \
-		--qemu-options='-cpu max' --boot=none --cpus 2 --ram-size 2048 --timeout-reboot 600 \
-		"$img" >"$log" 2>&1 || rc=$?
+	# autopkgtest-virt-qemu gives the testbed's root shell 5 s to answer
+	# each of its first commands (setup_config), which a TCG guest sharing
+	# its core with another lane of ci/test.sh may miss: a testbed failure
+	# (exit 16) before any test ran is retried, twice at most, each time
+	# from the unchanged image (autopkgtest boots an overlay of it).
+	for attempt in 1 2 3; do
+		rc=0
+		rm -rf "$OUT/autopkgtest-machine-out"
+		TB5_APT_KERNEL=$OUT/vmlinuz-$kver TB5_APT_INITRD=$OUT/initrd.img-$kver \
+			timeout 1500 autopkgtest -B --test-name=module-selftest "$OUT"/*.dsc "$OUT"/*.deb \
+			--output-dir "$OUT/autopkgtest-machine-out" --timeout-test=900 -- \
+			qemu --qemu-command "$TB5_ROOT/ci/vm/autopkgtest-qemu" --qemu-architecture x86_64 \
+			--qemu-options='-cpu max' --boot=none --cpus 2 --ram-size 2048 --timeout-reboot 600 \
+			"$img" >"$log" 2>&1 || rc=$?
+		if ((rc != 16 || attempt == 3)) || grep -q '^module-selftest ' "$log"; then
+			break
+		fi
+		echo "autopkgtest: testbed failure before the test (attempt $attempt):" \
+			"$(grep -m1 -E 'Timeout|testbed failure' "$log")"
+		cp "$log" "$log.attempt$attempt"
+	done
 	grep -E '^module-selftest |^I: ' "$log" | sort -u
 	if ((rc != 0)) || ! grep -q '^module-selftest *PASS' "$log"; then
 		tail -n 60 "$log"

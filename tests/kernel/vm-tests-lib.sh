@@ -85,6 +85,16 @@ serve() {
 stop() {
 	[ -f "$TMP/lib-serve.pids" ] || fail lib.serve "nothing was served"
 	while read -r name pid; do
+		# The client on the other host is done, but the server may still
+		# be finishing its session (the peer's close, the check of what
+		# arrived): on a loaded machine that took seconds. Give it up to
+		# 60 s to report a session before stopping it.
+		i=0
+		while ! grep -q 'session [0-9]*: ' "$TMP/serve-$name.txt" && [ $i -lt 600 ]; do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1 2>/dev/null || sleep 1
+			i=$((i + 1))
+		done
 		# Another shell started it: no wait; its last line says how it
 		# ended.
 		kill -TERM "$pid" 2>/dev/null
