@@ -121,7 +121,7 @@ TEST_F(SimCopy, TwoWorkersRunWhileADeviceIsOpen)
 
 TEST_F(SimCopy, EveryByteOfEverySizeArrivesAndNothingElse)
 {
-	const size_t sizes[] = { 0, 1, 7, 4095, 4096, 4097, 65535, 65536,
+	const size_t sizes[] = { 0, 1, 7, 4095, 4096, 4097, 65535, 65536, 65537,
 				 (256 << 10) - 1, 256 << 10, (256 << 10) + 1,
 				 (1 << 20) + 3, (4 << 20) + 5, (4 << 20) + 12289,
 				 (16 << 20) + 7, kBig };

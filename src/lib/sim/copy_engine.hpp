@@ -105,9 +105,9 @@ class CopyEngine {
 public:
 	// Batches from this size on are split across threads (the default;
 	// TB5_SIM copy_min= sets it per process).
-	static constexpr size_t kParallelMin = 256u << 10;
+	static constexpr size_t kParallelMin = 64u << 10;
 	// The unit of work a thread takes at a time (at most; a quarter of
-	// a smaller parallel_min()).
+	// a smaller parallel_min(), so 16 KiB at the default).
 	static constexpr size_t kChunk = 64u << 10;
 	// How long an idle worker spins before it sleeps.
 	static constexpr uint64_t kSpinNs = 50'000;

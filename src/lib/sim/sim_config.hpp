@@ -22,7 +22,7 @@
 //           CPUs it may run on: 0 below 8, else a quarter of them, at
 //           most 8)
 //   copy_min  KiB: copy batches of this size or more are shared with the
-//           copy workers (16..65536, default 256)
+//           copy workers (16..65536, default 64)
 //
 // hosts, uncabled, cables and ring belong to the fabric: the first process fixes them and a
 // later one that asks for other values is refused. rate, delay_us and usb4
@@ -51,7 +51,7 @@ struct Config {
 	uint64_t delay_ns = 0;
 	bool usb4 = false;
 	int copy = -1;			// -1: default_copy_workers()
-	uint32_t copy_min_kib = 256;	// batches the copy workers share
+	uint32_t copy_min_kib = 64;	// batches the copy workers share
 };
 
 constexpr uint32_t kMaxHosts = 16;
