@@ -460,8 +460,14 @@ def load_map(path):
     return m
 
 
+# Where Debian's packages put programs: the map is checked against these,
+# not against the PATH of whoever runs the audit (a python3 of pyenv in
+# /root/.pyenv hid that Debian's /usr/bin/python3 is python3-minimal's).
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
 def dpkg_owner(cmd):
-    path = shutil.which(cmd)
+    path = shutil.which(cmd, path=SYSTEM_PATH)
     if not path:
         return None
     tries = [path, os.path.realpath(path)]
