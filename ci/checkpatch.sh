@@ -14,6 +14,12 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${TB5_KCACHE:-/var/cache/tb5-ci}/checkpatch
+# The machine's cache is written as root (the other scripts go through
+# sudo): a user who cannot write it and finds no script there keeps one in
+# a cache of their own.
+if [[ ! -f $cache/scripts/checkpatch.pl ]] && ! { mkdir -p "$cache" 2>/dev/null && [[ -w $cache ]]; }; then
+	cache=${XDG_CACHE_HOME:-$HOME/.cache}/tb5-ci/checkpatch
+fi
 script=$cache/scripts/checkpatch.pl
 
 if [[ ! -f $script ]]; then
