@@ -43,7 +43,7 @@
 # repository of ci/release.sh --rpm with gpgcheck=1 and repo_gpgcheck=1,
 # and a copy of it altered after signing refused (dnf_signed).
 #
-# Needs root. Work directory: build-rpm-root/ (console.log: the booted
+# Needs root (re-runs itself through sudo otherwise). Work directory: build-rpm-root/ (console.log: the booted
 # system's console). Knobs: TB5_KCACHE, and the VM's of ci/vm/boot-lib.sh
 # (TB5_VM_TIMEOUT, default 1800 s here: DKMS builds tb5.ko three times under
 # TCG).
@@ -282,7 +282,6 @@ dnf_signed() {
 main() {
 	local start=$SECONDS dnf=0 more=()
 	[[ ${1:-} != --dnf ]] || { dnf=1; more=(dnf); }
-	((EUID == 0)) || tb5_die "run as root"
 	tb5_install_deps "${TB5_DEPS_RPM[@]}"
 	[[ -n $(find "$RPMS" -name '*.rpm' 2>/dev/null) ]] ||
 		tb5_die "no rpms in $RPMS: run ci/package.sh rpm first"
@@ -300,4 +299,10 @@ main() {
 	echo "rpm-install: passed ($SYS_BOOT_RETRIES VM boot(s) retried)"
 }
 
+# Root for apt-get, chroot and the booted system's files: through sudo when
+# not root, as the other scripts that need it do.
+if ((EUID != 0)); then
+	command -v sudo >/dev/null || tb5_die "run as root, or install sudo"
+	exec sudo --preserve-env "$0" "$@"
+fi
 main "$@"
