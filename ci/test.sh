@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: MIT
 #
 # ci/test.sh - the whole test suite, as CI runs it (.ci/run calls this).
-# Works as root or as a user with sudo (sudo is used only to install missing
-# packages). Stops at the first failing stage; the last line says how many
-# stages passed.
+# Works as root or as a user with sudo (sudo is used to install missing
+# packages and by the scripts that need root). Stops at the first failing
+# stage; the last line says how many stages passed. From the fuzzer and the
+# kernel's VMs on, the stages run in two lanes at once (tb5_lanes, below;
+# ci/README.md says why), where a failure stops its own lane.
 #
 #   - build dependencies (apt-get, skipped when all are installed)
 #   - the host-tools audit (ci/host-tools-audit.py): every program the
