@@ -184,8 +184,5 @@ main() {
 
 # The autopkgtests unpack a root file system and chroot into it: root,
 # through sudo when not root, as ci/lib.sh installs packages.
-if [[ ${1:-} == --autopkgtest ]] && ((EUID != 0)); then
-	command -v sudo >/dev/null || tb5_die "--autopkgtest: run as root, or install sudo"
-	exec sudo --preserve-env "$0" "$@"
-fi
+[[ ${1:-} != --autopkgtest ]] || tb5_rerun_as_root "$@"
 main "$@"

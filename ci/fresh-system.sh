@@ -29,10 +29,7 @@ set -euo pipefail
 # shellcheck source=ci/kernel-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/kernel-lib.sh"
 
-if ((EUID != 0)); then
-	command -v sudo >/dev/null || tb5_die "run as root, or install sudo"
-	exec sudo --preserve-env "$0" "$@"
-fi
+tb5_rerun_as_root "$@"
 
 WORK=$TB5_ROOT/build-fresh
 ROOT=$WORK/root

@@ -363,8 +363,5 @@ main() {
 
 # Root for apt-get, dkms, chroot and unshare: through sudo when not root,
 # as ci/lib.sh installs packages.
-if ((EUID != 0)); then
-	command -v sudo >/dev/null || tb5_die "run as root, or install sudo"
-	exec sudo --preserve-env "$0" "$@"
-fi
+tb5_rerun_as_root "$@"
 main "$@"

@@ -127,6 +127,16 @@ tb5_install_deps() {
 	return "$rc"
 }
 
+# tb5_rerun_as_root ARGS...: a script that needs root calls this before its
+# work, with its own arguments: as root it returns; otherwise it runs the
+# script again through sudo, with the same environment (as tb5_install_deps
+# uses sudo), and never returns.
+tb5_rerun_as_root() {
+	((EUID != 0)) || return 0
+	command -v sudo >/dev/null || tb5_die "run as root, or install sudo"
+	exec sudo --preserve-env "$0" "$@"
+}
+
 # tb5_build DIR CMAKE-ARGS...: configure the tree in $TB5_ROOT/DIR with Ninja
 # and build everything on all cores.
 tb5_build() {

@@ -485,8 +485,5 @@ main() {
 	echo "package-install: passed ($SYS_BOOT_RETRIES VM boot(s) retried)"
 }
 
-if ((EUID != 0)); then
-	command -v sudo >/dev/null || tb5_die "run as root, or install sudo"
-	exec sudo --preserve-env "$0" "$@"
-fi
+tb5_rerun_as_root "$@"
 main "$@"

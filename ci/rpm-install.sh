@@ -301,8 +301,5 @@ main() {
 
 # Root for apt-get, chroot and the booted system's files: through sudo when
 # not root, as the other scripts that need it do.
-if ((EUID != 0)); then
-	command -v sudo >/dev/null || tb5_die "run as root, or install sudo"
-	exec sudo --preserve-env "$0" "$@"
-fi
+tb5_rerun_as_root "$@"
 main "$@"

@@ -149,7 +149,6 @@ tb5_use_ccache() {
 	export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-4G}
 	export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
 	mkdir -p "$CCACHE_DIR"
-	ccache --zero-stats >/dev/null
 	echo "ccache: $CCACHE_DIR ($(ccache --get-config max_size) at most)"
 }
 
