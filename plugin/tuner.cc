@@ -15,8 +15,18 @@
 // (src/transport/net.cc sendProxyProgress): a store-and-forward of 64 KiB
 // (LL) or 600 KiB (LL128) steps that NCCL's cost model, fed only the
 // link's speed, does not see. Below the threshold NCCL's own choice
-// stands (LL's latency wins for small messages). TB5_NCCL_TUNER=0 turns
-// it off; NCCL_TUNER_PLUGIN=none does too, NCCL_PROTO overrides it.
+// stands (LL's latency wins for small messages).
+//
+// Those collectives also get one channel per TB5_NCCL_TUNER_CHANNEL_BYTES
+// (default 512 KiB; NCCL caps the count at its own). NCCL gives a 1 MiB
+// all_reduce all of its channels (8 on the GPU machines), which cuts it
+// into 32 KiB messages (64 KiB of one rank's step per channel, sent as two
+// slices) and 0-byte ones: each a full clear-to-send round, and all of
+// them copied by the one proxy thread of a rank. 2 channels send 128 KiB
+// messages, large enough for the simulator's copy workers to share; on
+// the GPU machines that took 1 MiB from 2.6-3.0 to 4.1-4.3 GB/s
+// (docs/performance.md). TB5_NCCL_TUNER=0 turns the tuner off;
+// NCCL_TUNER_PLUGIN=none does too, NCCL_PROTO overrides its protocol.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -42,10 +52,16 @@ constexpr int kProtoLl128 = 1;
 constexpr int kProtoSimple = 2;
 constexpr int kNumProtocols = 3;
 constexpr float kIgnore = -1.0f;
+// NCCL's MAXCHANNELS; it caps what a tuner asks for at the communicator's
+// channels, so asking for at least this many leaves NCCL's count.
+constexpr uint64_t kMaxChannels = 64;
 
 struct Tuner {
 	bool net = false;	// collectives go through the network
 	uint64_t simple_min = 64 << 10;
+	// A Simple collective gets one channel per this many bytes (0: NCCL's
+	// channel count stands).
+	uint64_t channel_bytes = 512 << 10;
 };
 
 long env_num(const char *name, long def)
@@ -75,6 +91,7 @@ ncclResult_t init(size_t nranks, size_t nnodes, ncclDebugLogger_t logger, void *
 		return ncclSystemError;
 	const bool on = env_num("TB5_NCCL_TUNER", 1) != 0;
 	t->simple_min = (uint64_t)env_num("TB5_NCCL_TUNER_SIMPLE_MIN", (long)t->simple_min);
+	t->channel_bytes = (uint64_t)env_num("TB5_NCCL_TUNER_CHANNEL_BYTES", (long)t->channel_bytes);
 	// One node talks through NVLink or shared memory unless both are off.
 	t->net = on && nranks > 1 &&
 		 (nnodes > 1 || (env_is("NCCL_P2P_DISABLE", "1") && env_is("NCCL_SHM_DISABLE", "1")));
@@ -84,8 +101,9 @@ ncclResult_t init(size_t nranks, size_t nnodes, ncclDebugLogger_t logger, void *
 		 t->net ? "collectives of TB5_NCCL_TUNER_SIMPLE_MIN bytes or more use Simple" :
 			  "no network between the ranks, NCCL's choices stand");
 	if (t->net)
-		TB5_INFO(NCCL_INIT | NCCL_TUNING, "tuner: Simple from %llu bytes",
-			 (unsigned long long)t->simple_min);
+		TB5_INFO(NCCL_INIT | NCCL_TUNING,
+			 "tuner: Simple from %llu bytes, one channel per %llu bytes",
+			 (unsigned long long)t->simple_min, (unsigned long long)t->channel_bytes);
 	*ctx = t;
 	return ncclSuccess;
 }
@@ -95,7 +113,6 @@ ncclResult_t get_coll_info(void *ctx, int coll, size_t bytes, int pipe_ops, floa
 {
 	(void)pipe_ops;
 	(void)reg_buff;
-	(void)nchannels;
 	auto *t = static_cast<Tuner *>(ctx);
 	if (!t || !t->net || !table || bytes < t->simple_min || nproto < kNumProtocols)
 		return ncclSuccess;
@@ -112,6 +129,11 @@ ncclResult_t get_coll_info(void *ctx, int coll, size_t bytes, int pipe_ops, floa
 		for (int p : {kProtoLl, kProtoLl128})
 			if (cost[a][p] != kIgnore)
 				cost[a][p] = 1e12f;
+	if (nchannels && t->channel_bytes) {
+		const uint64_t want = bytes / t->channel_bytes;
+		if (want < kMaxChannels)
+			*nchannels = want ? (int)want : 1;
+	}
 	return ncclSuccess;
 }
 
