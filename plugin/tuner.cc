@@ -18,14 +18,16 @@
 // stands (LL's latency wins for small messages).
 //
 // Those collectives also get one channel per TB5_NCCL_TUNER_CHANNEL_BYTES
-// (default 512 KiB; NCCL caps the count at its own). NCCL gives a 1 MiB
+// (default 512 KiB), at least TB5_NCCL_TUNER_MIN_CHANNELS (default 2;
+// NCCL caps the count at its own). NCCL gives a 1 MiB
 // all_reduce all of its channels (8 on the GPU machines), which cuts it
 // into 32 KiB messages (64 KiB of one rank's step per channel, sent as two
 // slices) and 0-byte ones: each a full clear-to-send round, and all of
 // them copied by the one proxy thread of a rank. 2 channels send 128 KiB
 // messages, large enough for the simulator's copy workers to share; on
-// the GPU machines that took 1 MiB from 2.6-3.0 to 4.1-4.3 GB/s
-// (docs/performance.md). TB5_NCCL_TUNER=0 turns the tuner off;
+// the GPU machines that took 1 MiB from 2.6-3.0 to 4.1-4.6 GB/s. One
+// channel was slower than two below 256 KiB, where the messages are too
+// small to share either way (docs/performance.md). TB5_NCCL_TUNER=0 turns the tuner off;
 // NCCL_TUNER_PLUGIN=none does too, NCCL_PROTO overrides its protocol.
 #include <cstdint>
 #include <cstdlib>
@@ -62,6 +64,7 @@ struct Tuner {
 	// A Simple collective gets one channel per this many bytes (0: NCCL's
 	// channel count stands).
 	uint64_t channel_bytes = 512 << 10;
+	uint64_t min_channels = 2;	// and never fewer than this
 };
 
 long env_num(const char *name, long def)
@@ -92,6 +95,9 @@ ncclResult_t init(size_t nranks, size_t nnodes, ncclDebugLogger_t logger, void *
 	const bool on = env_num("TB5_NCCL_TUNER", 1) != 0;
 	t->simple_min = (uint64_t)env_num("TB5_NCCL_TUNER_SIMPLE_MIN", (long)t->simple_min);
 	t->channel_bytes = (uint64_t)env_num("TB5_NCCL_TUNER_CHANNEL_BYTES", (long)t->channel_bytes);
+	t->min_channels = (uint64_t)env_num("TB5_NCCL_TUNER_MIN_CHANNELS", (long)t->min_channels);
+	if (t->min_channels < 1)
+		t->min_channels = 1;
 	// One node talks through NVLink or shared memory unless both are off.
 	t->net = on && nranks > 1 &&
 		 (nnodes > 1 || (env_is("NCCL_P2P_DISABLE", "1") && env_is("NCCL_SHM_DISABLE", "1")));
@@ -102,8 +108,9 @@ ncclResult_t init(size_t nranks, size_t nnodes, ncclDebugLogger_t logger, void *
 			  "no network between the ranks, NCCL's choices stand");
 	if (t->net)
 		TB5_INFO(NCCL_INIT | NCCL_TUNING,
-			 "tuner: Simple from %llu bytes, one channel per %llu bytes",
-			 (unsigned long long)t->simple_min, (unsigned long long)t->channel_bytes);
+			 "tuner: Simple from %llu bytes, one channel per %llu bytes, at least %llu",
+			 (unsigned long long)t->simple_min, (unsigned long long)t->channel_bytes,
+			 (unsigned long long)t->min_channels);
 	*ctx = t;
 	return ncclSuccess;
 }
@@ -130,9 +137,11 @@ ncclResult_t get_coll_info(void *ctx, int coll, size_t bytes, int pipe_ops, floa
 			if (cost[a][p] != kIgnore)
 				cost[a][p] = 1e12f;
 	if (nchannels && t->channel_bytes) {
-		const uint64_t want = bytes / t->channel_bytes;
+		uint64_t want = bytes / t->channel_bytes;
+		if (want < t->min_channels)
+			want = t->min_channels;
 		if (want < kMaxChannels)
-			*nchannels = want ? (int)want : 1;
+			*nchannels = (int)want;
 	}
 	return ncclSuccess;
 }

@@ -37,6 +37,7 @@ protected:
 		unsetenv("TB5_NCCL_TUNER");
 		unsetenv("TB5_NCCL_TUNER_SIMPLE_MIN");
 		unsetenv("TB5_NCCL_TUNER_CHANNEL_BYTES");
+		unsetenv("TB5_NCCL_TUNER_MIN_CHANNELS");
 		unsetenv("NCCL_P2P_DISABLE");
 		unsetenv("NCCL_SHM_DISABLE");
 	}
@@ -104,16 +105,16 @@ TEST_F(Tuner, Settings)
 	EXPECT_GT(cost[kRing][kLl], 1e9f);
 }
 
-// Network collectives with Simple get one channel per 512 KiB, so that
-// NCCL's messages stay large enough to share their copies (NCCL gives a
-// 1 MiB all_reduce 8 channels of 32 KiB messages); from 32 MiB, and below
-// the Simple threshold, NCCL's count stands.
+// Network collectives with Simple get one channel per 512 KiB, at least
+// 2, so that NCCL's messages stay large enough to share their copies
+// (NCCL gives a 1 MiB all_reduce 8 channels of 32 KiB messages); from
+// 32 MiB, and below the Simple threshold, NCCL's count stands.
 TEST_F(Tuner, ChannelsFollowTheSize)
 {
 	float cost[kAlgos][kProtos];
 	EXPECT_EQ(Run(2, 2, 32 << 10, cost), 0);	// LL's range: NCCL's
-	EXPECT_EQ(Run(2, 2, 64 << 10, cost), 1);
-	EXPECT_EQ(Run(2, 2, 256 << 10, cost), 1);
+	EXPECT_EQ(Run(2, 2, 64 << 10, cost), 2);
+	EXPECT_EQ(Run(2, 2, 256 << 10, cost), 2);
 	EXPECT_EQ(Run(2, 2, 1 << 20, cost), 2);
 	EXPECT_EQ(Run(4, 4, 4 << 20, cost), 8);
 	EXPECT_EQ(Run(2, 2, 31u << 20, cost), 62);
@@ -125,6 +126,10 @@ TEST_F(Tuner, ChannelsFollowTheSize)
 	EXPECT_GT(cost[kRing][kLl], 1e9f);	// the protocol choice stays
 	setenv("TB5_NCCL_TUNER_CHANNEL_BYTES", "1048576", 1);
 	EXPECT_EQ(Run(2, 2, 4 << 20, cost), 4);
+	setenv("TB5_NCCL_TUNER_MIN_CHANNELS", "1", 1);
+	EXPECT_EQ(Run(2, 2, 256 << 10, cost), 1);
+	setenv("TB5_NCCL_TUNER_MIN_CHANNELS", "6", 1);
+	EXPECT_EQ(Run(2, 2, 4 << 20, cost), 6);
 }
 
 } // namespace
