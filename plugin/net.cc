@@ -56,6 +56,7 @@
 
 #include "live_counters.hpp"
 #include "log.hpp"
+#include "nccl_defaults.hpp"
 
 namespace tb5net {
 
@@ -120,6 +121,8 @@ struct Device {
 	std::chrono::steady_clock::time_point opened;
 	std::atomic<uint64_t> next_poll_ns{0};	// progress() rests until then
 	uint64_t polls = 0, busy_polls = 0, completions = 0, poll_ns = 0, busy_ns = 0;
+	// isend's tb5_send() and irecv's tb5_post() (any thread: atomics).
+	std::atomic<uint64_t> sends{0}, send_ns{0}, posts{0}, post_ns{0};
 };
 
 enum class Kind : uint8_t { Send, Recv };
@@ -481,11 +484,13 @@ void log_stats(Device *d)
 	double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() -
 						    d->opened).count();
 	TB5_INFO(NCCL_NET, "stats %s: %.3f s open, %llu polls took %.3f s (%.0f ns each); "
-		 "%llu returned %llu completions and took %.3f s; %llu B sent, %llu B "
-		 "received", d->name.c_str(), wall, (unsigned long long)d->polls,
-		 d->poll_ns / 1e9, (double)d->poll_ns / (double)d->polls,
-		 (unsigned long long)d->busy_polls, (unsigned long long)d->completions,
-		 d->busy_ns / 1e9,
+		 "%llu returned %llu completions and took %.3f s; %llu sends took %.3f s, "
+		 "%llu receive posts %.3f s; %llu B sent, %llu B received", d->name.c_str(),
+		 wall, (unsigned long long)d->polls, d->poll_ns / 1e9,
+		 (double)d->poll_ns / (double)d->polls, (unsigned long long)d->busy_polls,
+		 (unsigned long long)d->completions, d->busy_ns / 1e9,
+		 (unsigned long long)d->sends.load(), d->send_ns.load() / 1e9,
+		 (unsigned long long)d->posts.load(), d->post_ns.load() / 1e9,
 		 (unsigned long long)(d->live ? d->live->tx_bytes : 0),
 		 (unsigned long long)(d->live ? d->live->rx_bytes : 0));
 }
@@ -804,6 +809,8 @@ ncclResult_t init(void **ctx, ncclDebugLogger_t logger)
 	std::lock_guard lk(g.mu);
 	g.inits++;
 	list_locked();
+	if (!g.devs.empty())
+		apply_nccl_defaults();
 	if (ctx)
 		*ctx = &g;	// one plugin context; finalize() counts
 	return ncclSuccess;
@@ -1214,7 +1221,12 @@ ncclResult_t isend(void *send_comm, void *data, size_t size, int tag,
 	Request *req = take_request(c, 1);
 	if (!req)
 		return ncclSuccess;	// all in flight: NCCL asks again
+	const uint64_t t0 = stats_on() ? now_ns() : 0;
 	int r = tb5_send(c->ep, mr, off, size, (uint32_t)tag, (uint64_t)(uintptr_t)req);
+	if (t0) {
+		c->dev->sends.fetch_add(1, std::memory_order_relaxed);
+		c->dev->send_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+	}
 	if (r < 0) {
 		put_request(req);
 		if (r == -EAGAIN)
@@ -1251,7 +1263,12 @@ ncclResult_t irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 	for (int i = 0; i < n; i++)
 		ops[i].user_data = (uint64_t)(uintptr_t)req | (uint64_t)i;
 	size_t posted = 0;
+	const uint64_t t0 = stats_on() ? now_ns() : 0;
 	int r = tb5_post(c->dev->dev, ops, (size_t)n, &posted);
+	if (t0) {
+		c->dev->posts.fetch_add(1, std::memory_order_relaxed);
+		c->dev->post_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+	}
 	if (r < 0) {
 		if (posted == 0) {
 			put_request(req);
