@@ -3,15 +3,15 @@
 #
 # Issue 26 on a machine with 2 GPUs or more (nvidia-h100-x4: GPUs 0 and 1
 # are used), in one call of under 9 minutes:
-#   1. diag: tb5 rate=80 all_reduce 256K and 1M with NCCL's tuning log
-#      (which algorithm, protocol and channels NCCL took, with and without
-#      the tb5 tuner) and the plugin's data-path trace (TB5_NCCL_TRACE:
-#      isend/irecv/completions/test per request, both ranks, one clock);
+#   1. diag: tb5 rate=80 all_reduce 1K, 256K and 1M with NCCL's tuning
+#      log (which algorithm, protocol and channels NCCL took, with and
+#      without the tb5 tuner), the plugin's data-path trace (TB5_NCCL_TRACE:
+#      isend/irecv/completions/test per request, both ranks, one clock)
+#      and where the proxy threads' time went (TB5_NCCL_STATS);
 #   2. bench1..3: run-benchmark.sh, 2 ranks, all_reduce 1K..1G (factor 4)
 #      three times: tb5 rate=80 (the tuner on, the default), rate=80 with
-#      the tuner off, rate=80 with copy_min=64 (the copy workers share
-#      NCCL's mid-size messages), rate=40, uncapped; SHM and Socket 4x4
-#      beside them;
+#      the tuner's channel counts off (NCCL's), rate=80 with the tuner
+#      off, rate=40, uncapped; SHM and Socket 4x4 beside them;
 #   3. validate, validate-rate80: run-validation.sh, both set-ups (mp and
 #      sp), all six collectives 1K..1G, without and with rate=80.
 #
@@ -69,11 +69,15 @@ plug=(--plugin "$stage/libnccl-net-tb5.so" --lib-dir "$stage")
 
 # 1. What NCCL chose and where the time went, at 256K and 1M.
 mkdir -p "$out/trace"
+step diag-1k 40 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_reduce \
+  --min 1K --max 1K --extra-sizes '' --transports tb5 --budget 1M --min-iters 200 --max-iters 200 \
+  --tb5-variant "tb5-rate80-trace sim=rate=80 TB5_NCCL_TRACE=$out/trace/small" \
+  --proc-timeout 20 --out "$out/diag-1k"
 step diag 40 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_reduce \
   --min 256K --max 1M --factor 4 --extra-sizes '' --transports tb5 \
   --budget 16M --min-iters 10 --max-iters 20 \
-  --tb5-variant "tb5-rate80-trace sim=rate=80 NCCL_DEBUG_SUBSYS=INIT,ENV,NET,TUNING TB5_NCCL_TRACE=$out/trace/tuner" \
-  --tb5-variant "tb5-rate80-notuner-trace sim=rate=80 TB5_NCCL_TUNER=0 NCCL_DEBUG_SUBSYS=INIT,ENV,NET,TUNING TB5_NCCL_TRACE=$out/trace/notuner" \
+  --tb5-variant "tb5-rate80-trace sim=rate=80 NCCL_DEBUG_SUBSYS=INIT,ENV,NET,TUNING TB5_NCCL_TRACE=$out/trace/tuner TB5_NCCL_STATS=1" \
+  --tb5-variant "tb5-rate80-notuner-trace sim=rate=80 TB5_NCCL_TUNER=0 NCCL_DEBUG_SUBSYS=INIT,ENV,NET,TUNING TB5_NCCL_TRACE=$out/trace/notuner TB5_NCCL_STATS=1" \
   --proc-timeout 20 --out "$out/diag"
 
 # 2. The series, three times in one go.
@@ -82,8 +86,8 @@ for i in 1 2 3; do
     --min 1K --max 1G --factor 4 --extra-sizes '' --transports tb5,shm,socket4x4 \
     --budget 1G --min-iters 5 --max-iters 50 \
     --tb5-variant "tb5-rate80 sim=rate=80" \
+    --tb5-variant "tb5-rate80-ncclchannels sim=rate=80 TB5_NCCL_TUNER_CHANNEL_BYTES=0" \
     --tb5-variant "tb5-rate80-notuner sim=rate=80 TB5_NCCL_TUNER=0" \
-    --tb5-variant "tb5-rate80-copymin64 sim=rate=80,copy_min=64" \
     --tb5-variant "tb5-rate40 sim=rate=40" \
     --tb5-variant "tb5" \
     --proc-timeout 30 --out "$out/bench$i"
@@ -95,10 +99,16 @@ step validate 65 tests/gpu/run-validation.sh "${plug[@]}" --proc-timeout 30 \
 step validate-rate80 65 tests/gpu/run-validation.sh "${plug[@]}" --sim-keys rate=80 \
   --proc-timeout 30 --out "$out/validation-rate80"
 
-for d in diag bench1 bench2 bench3 validation validation-rate80; do
+for d in diag-1k diag bench1 bench2 bench3 validation validation-rate80; do
   [[ -f $out/$d/summary.txt ]] && { echo "-- $d"; cat "$out/$d/summary.txt"; } >>"$log"
 done
 # NCCL's choices per size (TUNING lines), for the record.
 grep -h "AllReduce.*\(Algo\|algo\)\|Tuner\|tuner" "$out"/diag/*.log 2>/dev/null | sort | uniq -c |
   head -40 >"$out/diag-tuning.txt" || true
+# Where the proxy threads' time went, and a 1 KiB all_reduce's timeline.
+{ echo "-- TB5_NCCL_STATS (diag)"; grep -h "stats " "$out"/diag/*.log 2>/dev/null | sed 's/^.*stats /stats /'
+  for p in small tuner notuner; do
+    ls "$out/trace/$p".* >/dev/null 2>&1 || continue
+    echo "-- trace $p"; python3 "$here/trace_timeline.py" --window 80 --events 60 "$out/trace/$p".* 2>&1 | head -75
+  done; } >"$out/diag-timeline.txt"
 cat "$log"
