@@ -10,7 +10,8 @@
 #   2. run-benchmark.sh, 2 ranks, all_reduce, two rate=40 cables
 #      (cables=2) against one: busbw >= 9.0 GB/s from 64 MiB wanted;
 #   3. run-benchmark.sh, 4 ranks, rate=80, alltoall, all_reduce and
-#      all_gather at 64 and 128 MiB beside SHM and Socket 4x4; then
+#      all_gather from 16 to 128 MiB beside SHM and Socket 4x4, and with
+#      the plugin's NCCL settings off (TB5_NCCL_DEFAULTS=0); then
 #      alltoall alone, with the bytes each cable carried per rank (every
 #      cable at least a quarter of the mean: counters4/summary.txt).
 #
@@ -57,9 +58,10 @@ step cables2 70 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_r
   --min 1M --max 256M --factor 4 --extra-sizes '' --transports tb5 \
   --tb5-variant "tb5-rate40 sim=rate=40" --tb5-variant "tb5-rate40-cables2 sim=rate=40,cables=2" \
   --proc-timeout 30 --out "$out/cables2"
-step mesh4 110 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 4 \
-  --colls alltoall,all_reduce,all_gather --min 64M --max 128M --factor 2 --extra-sizes '' \
+step mesh4 170 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 4 \
+  --colls alltoall,all_reduce,all_gather --min 16M --max 128M --factor 2 --extra-sizes '' \
   --transports tb5,shm,socket4x4 --tb5-variant "tb5-rate80 sim=rate=80" \
+  --tb5-variant "tb5-rate80-nodefaults sim=rate=80 TB5_NCCL_DEFAULTS=0" \
   --proc-timeout 35 --out "$out/mesh4"
 # alltoall alone, for the bytes each cable carried under it
 step counters4 50 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 4 \
