@@ -482,29 +482,34 @@ TEST(SimCopyThreads, NoneWithCopyZero)
 
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		// A new host of a fabric of its own.
+		// A new host of a fabric of its own, which it leaves at exit():
+		// the devices are closed first, then exit() runs the
+		// simulator's handler, so no fabric file stays in /dev/shm.
 		use_simulator("tb5test-copy0", "hosts=1,loop=1,copy=0");
-		std::string na, nb;
-		Dev a, b;
+		int code = [] {
+			std::string na, nb;
+			Dev a, b;
 
-		if (!find_loop_pair(na, nb) || a.open(na) || b.open(nb))
-			_exit(10);
-		constexpr size_t kLen = 8u << 20;
-		Buf s, r;
-		Conn cn;
+			if (!find_loop_pair(na, nb) || a.open(na) || b.open(nb))
+				return 10;
+			constexpr size_t kLen = 8u << 20;
+			Buf s, r;
+			Conn cn;
 
-		s.reg(b.dev, kLen);
-		r.reg(a.dev, kLen);
-		fill_pattern(s.mem.data(), kLen, 31);
-		if (!connect_pair(a, b, 0x70, cn) ||
-		    tb5_recv(cn.server, r.mr, 0, kLen, 1, 1) ||
-		    tb5_send(cn.client, s.mr, 0, kLen, 1, 1))
-			_exit(11);
-		auto rw = await(a, is_recv, { &b }, 60);
+			s.reg(b.dev, kLen);
+			r.reg(a.dev, kLen);
+			fill_pattern(s.mem.data(), kLen, 31);
+			if (!connect_pair(a, b, 0x70, cn) ||
+			    tb5_recv(cn.server, r.mr, 0, kLen, 1, 1) ||
+			    tb5_send(cn.client, s.mr, 0, kLen, 1, 1))
+				return 11;
+			auto rw = await(a, is_recv, { &b }, 60);
 
-		if (!rw || rw->status || check_pattern(r.mem.data(), kLen, 31) != -1)
-			_exit(12);
-		_exit(copy_threads() == 0 ? 0 : 13);
+			if (!rw || rw->status || check_pattern(r.mem.data(), kLen, 31) != -1)
+				return 12;
+			return copy_threads() == 0 ? 0 : 13;
+		}();
+		exit(code);
 	}
 	EXPECT_EQ(wait_child(pid), 0);
 }
