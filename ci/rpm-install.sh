@@ -126,6 +126,9 @@ prepare_root() {
 	mapfile -t deps < <(dist_deps)
 	echo "the distribution's packages the rpms need (the debs' dependencies): ${deps[*]}"
 	tb5_retry in_root apt-get -q install -y rpm "${deps[@]}" "$@" </dev/null
+	# Kept for the next run (a fresh machine runs this before
+	# package-install.sh, which shares the directory, has made it).
+	mkdir -p "$ARCHIVES"
 	find "$ROOT/var/cache/apt/archives" -name '*.deb' -exec cp -n -t "$ARCHIVES/" {} +
 	KVER=$(tb5_sys_kver "$ROOT")
 	echo "the system's kernel: $KVER; $(in_root rpm --version)"
