@@ -18,17 +18,19 @@
 // stands (LL's latency wins for small messages).
 //
 // Those collectives also get one channel per TB5_NCCL_TUNER_CHANNEL_BYTES
-// (default 512 KiB), at least TB5_NCCL_TUNER_MIN_CHANNELS (default 2;
+// (default 1 MiB), at least TB5_NCCL_TUNER_MIN_CHANNELS (default 2;
 // NCCL caps the count at its own). NCCL gives a 1 MiB
 // all_reduce all of its channels (8 on the GPU machines), which cuts it
 // into 32 KiB messages (64 KiB of one rank's step per channel, sent as two
 // slices) and 0-byte ones: each a full clear-to-send round, and all of
 // them copied by the one proxy thread of a rank. 2 channels send 128 KiB
 // messages, large enough for the simulator's copy workers to share; on
-// the GPU machines that took 1 MiB from 2.6-3.0 to 4.1-4.6 GB/s. One
-// channel was slower than two below 256 KiB, where the messages are too
-// small to share either way (docs/performance.md). TB5_NCCL_TUNER=0 turns the tuner off;
-// NCCL_TUNER_PLUGIN=none does too, NCCL_PROTO overrides its protocol.
+// the GPU machines that took 1 MiB from 2.6-3.0 to 4.1-4.6 GB/s, and 4
+// channels took 4 MiB from 5.5-6.5 to 6.1-7.1. One channel was slower
+// than two below 256 KiB, where the messages are too small to share
+// either way (docs/performance.md). TB5_NCCL_TUNER=0 turns the tuner
+// off; NCCL_TUNER_PLUGIN=none does too, NCCL_PROTO overrides its
+// protocol.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -63,7 +65,7 @@ struct Tuner {
 	uint64_t simple_min = 64 << 10;
 	// A Simple collective gets one channel per this many bytes (0: NCCL's
 	// channel count stands).
-	uint64_t channel_bytes = 512 << 10;
+	uint64_t channel_bytes = 1 << 20;
 	uint64_t min_channels = 2;	// and never fewer than this
 };
 

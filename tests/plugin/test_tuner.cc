@@ -105,10 +105,10 @@ TEST_F(Tuner, Settings)
 	EXPECT_GT(cost[kRing][kLl], 1e9f);
 }
 
-// Network collectives with Simple get one channel per 512 KiB, at least
-// 2, so that NCCL's messages stay large enough to share their copies
-// (NCCL gives a 1 MiB all_reduce 8 channels of 32 KiB messages); from
-// 32 MiB, and below the Simple threshold, NCCL's count stands.
+// Network collectives with Simple get one channel per MiB, at least 2, so
+// that NCCL's messages stay large enough to share their copies (NCCL
+// gives a 1 MiB all_reduce 8 channels of 32 KiB messages); from 64 MiB,
+// and below the Simple threshold, NCCL's count stands.
 TEST_F(Tuner, ChannelsFollowTheSize)
 {
 	float cost[kAlgos][kProtos];
@@ -116,18 +116,19 @@ TEST_F(Tuner, ChannelsFollowTheSize)
 	EXPECT_EQ(Run(2, 2, 64 << 10, cost), 2);
 	EXPECT_EQ(Run(2, 2, 256 << 10, cost), 2);
 	EXPECT_EQ(Run(2, 2, 1 << 20, cost), 2);
-	EXPECT_EQ(Run(4, 4, 4 << 20, cost), 8);
-	EXPECT_EQ(Run(2, 2, 31u << 20, cost), 62);
-	EXPECT_EQ(Run(2, 2, 32u << 20, cost), 0);
+	EXPECT_EQ(Run(4, 4, 4 << 20, cost), 4);
+	EXPECT_EQ(Run(2, 2, 63u << 20, cost), 63);
+	EXPECT_EQ(Run(2, 2, 64u << 20, cost), 0);
 	EXPECT_EQ(Run(2, 2, 1ull << 30, cost), 0);
 	EXPECT_EQ(Run(2, 1, 1 << 20, cost), 0);	// no network: NCCL's
 	setenv("TB5_NCCL_TUNER_CHANNEL_BYTES", "0", 1);
 	EXPECT_EQ(Run(2, 2, 1 << 20, cost), 0);
 	EXPECT_GT(cost[kRing][kLl], 1e9f);	// the protocol choice stays
-	setenv("TB5_NCCL_TUNER_CHANNEL_BYTES", "1048576", 1);
-	EXPECT_EQ(Run(2, 2, 4 << 20, cost), 4);
+	setenv("TB5_NCCL_TUNER_CHANNEL_BYTES", "524288", 1);
+	EXPECT_EQ(Run(2, 2, 4 << 20, cost), 8);
 	setenv("TB5_NCCL_TUNER_MIN_CHANNELS", "1", 1);
 	EXPECT_EQ(Run(2, 2, 256 << 10, cost), 1);
+	setenv("TB5_NCCL_TUNER_CHANNEL_BYTES", "2097152", 1);
 	setenv("TB5_NCCL_TUNER_MIN_CHANNELS", "6", 1);
 	EXPECT_EQ(Run(2, 2, 4 << 20, cost), 6);
 }
