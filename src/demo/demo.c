@@ -132,7 +132,9 @@ static const struct tb5_link_ops node_ops = {
 
 /* ---- helpers ----------------------------------------------------------- */
 
-static struct tb5_mem mem_of(const void *p)
+/* Not a pointer to const: gcc 12 at -O0 takes one as a read of the
+ * buffers, which are filled only after their descriptors are made. */
+static struct tb5_mem mem_of(void *p)
 {
 	struct tb5_mem m = { NULL, (uint64_t)(uintptr_t)p };
 

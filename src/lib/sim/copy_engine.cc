@@ -209,7 +209,10 @@ void CopyEngine::start_locked()
 			break;	// fewer workers, or none: copies still get made
 		}
 		// Named here, so that it shows before we return (top -H, tests).
-		char name[16];
+		// Room for any unsigned, so that no compiler sees a truncation;
+		// n < kMaxWorkers, so the name stays within the kernel's 16
+		// bytes ("tb5-copy/63").
+		char name[24];
 
 		snprintf(name, sizeof(name), "tb5-copy/%u", n);
 		pthread_setname_np(threads_[n], name);
