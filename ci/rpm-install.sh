@@ -247,8 +247,11 @@ dnf_from() {
 # installed above stands for the distribution), then refuses a copy whose
 # repomd.xml was altered after signing.
 dnf_signed() {
-	local signed=$TB5_ROOT/build-release/rpm got out dir
-	"$TB5_ROOT/ci/release.sh" --rpm >"$WORK/release.log" 2>&1 ||
+	# A release of its own under WORK: this script runs as root, and
+	# build-release/ belongs to ci/release.sh's own stage, which a user
+	# who may use sudo runs as themself (files root made there stop it).
+	local signed=$WORK/release/rpm got out dir
+	"$TB5_ROOT/ci/release.sh" --rpm --out "$WORK/release" >"$WORK/release.log" 2>&1 ||
 		tb5_die "ci/release.sh --rpm failed ($WORK/release.log)"
 	for dir in signed tampered; do
 		rm -rf "${ROOT:?}/srv/$dir" "$ROOT/etc/tb5-$dir.repos.d"
