@@ -97,6 +97,30 @@ struct Buf {
 	}
 };
 
+// For a forked child, where gtest's assertions cannot stop it: 8 MiB from
+// @b to @a over a new connection (@tag), checked byte by byte against
+// @seed's pattern. 0: arrived intact; 1: could not be set up or sent;
+// 2: did not arrive, or not intact.
+int move_8mib(Dev &a, Dev &b, uint32_t tag, uint32_t seed)
+{
+	constexpr size_t kLen = 8u << 20;
+	Buf s, r;
+	Conn cn;
+
+	s.reg(b.dev, kLen);
+	r.reg(a.dev, kLen);
+	fill_pattern(s.mem.data(), kLen, seed);
+	if (!connect_pair(a, b, tag, cn) ||
+	    tb5_recv(cn.server, r.mr, 0, kLen, 1, 1) ||
+	    tb5_send(cn.client, s.mr, 0, kLen, 1, 1))
+		return 1;
+	auto rw = await(a, is_recv, { &b }, 60);
+
+	if (!rw || rw->status || check_pattern(r.mem.data(), kLen, seed) != -1)
+		return 2;
+	return 0;
+}
+
 class SimCopy : public ::testing::Test {
 protected:
 	void SetUp() override
@@ -433,21 +457,8 @@ TEST(SimCopyThreads, AForkedChildGetsItsOwn)
 			_exit(11);
 		if (copy_threads() != 2)
 			_exit(12);
-		constexpr size_t kLen = 8u << 20;
-		Buf s, r;
-		Conn cn;
-
-		s.reg(b.dev, kLen);
-		r.reg(a.dev, kLen);
-		fill_pattern(s.mem.data(), kLen, 21);
-		if (!connect_pair(a, b, 0x60, cn) ||
-		    tb5_recv(cn.server, r.mr, 0, kLen, 1, 1) ||
-		    tb5_send(cn.client, s.mr, 0, kLen, 1, 1))
-			_exit(13);
-		auto rw = await(a, is_recv, { &b }, 60);
-
-		if (!rw || rw->status || check_pattern(r.mem.data(), kLen, 21) != -1)
-			_exit(14);
+		if (int e = move_8mib(a, b, 0x60, 21))
+			_exit(12 + e);	// 13, 14
 		_exit(::testing::Test::HasFailure() ? 15 : 0);
 	}
 	EXPECT_EQ(wait_child(pid), 0);
@@ -492,21 +503,8 @@ TEST(SimCopyThreads, NoneWithCopyZero)
 
 			if (!find_loop_pair(na, nb) || a.open(na) || b.open(nb))
 				return 10;
-			constexpr size_t kLen = 8u << 20;
-			Buf s, r;
-			Conn cn;
-
-			s.reg(b.dev, kLen);
-			r.reg(a.dev, kLen);
-			fill_pattern(s.mem.data(), kLen, 31);
-			if (!connect_pair(a, b, 0x70, cn) ||
-			    tb5_recv(cn.server, r.mr, 0, kLen, 1, 1) ||
-			    tb5_send(cn.client, s.mr, 0, kLen, 1, 1))
-				return 11;
-			auto rw = await(a, is_recv, { &b }, 60);
-
-			if (!rw || rw->status || check_pattern(r.mem.data(), kLen, 31) != -1)
-				return 12;
+			if (int e = move_8mib(a, b, 0x70, 31))
+				return 10 + e;	// 11, 12
 			return copy_threads() == 0 ? 0 : 13;
 		}();
 		exit(code);
