@@ -72,7 +72,9 @@ void apply_nccl_defaults()
 					 d.name, v, d.value);
 				continue;
 			}
-			if (setenv(d.name, d.value, 0) == 0)
+			// Unset or empty (NCCL reads an empty value as unset):
+			// overwrite, so that an empty one does not stay.
+			if (setenv(d.name, d.value, 1) == 0)
 				TB5_INFO(NCCL_INIT, "setting %s=%s (%s; TB5_NCCL_DEFAULTS=0 "
 					 "leaves NCCL's)", d.name, d.value, d.why);
 		}

@@ -70,6 +70,8 @@ TEST(PluginNcclDefaults, SendRecvStepsOf512KiB)
 {
 	EXPECT_EQ(InitAndCheck("dflt", [] {}, "524288"), 0);
 	EXPECT_EQ(InitAndCheck("dflt", [] { setenv("NCCL_NET", "TB5", 1); }, "524288"), 0);
+	// Empty is unset to NCCL: set too.
+	EXPECT_EQ(InitAndCheck("empty", [] { setenv(kVar, "", 1); }, "524288"), 0);
 }
 
 TEST(PluginNcclDefaults, TheJobsValueStays)
