@@ -506,6 +506,80 @@ TEST(SimConfig, ParallelCablesAreLinksOfTheirOwn)
 	EXPECT_EQ(child_link_names(fabric + ":hosts=2,loop=0,cables=1,host=1"), "sim_h0");
 }
 
+// A child process on a loop pair of a fabric of its own, TB5_SIM @spec,
+// sends one message of @len bytes: the frames its sending end put on the
+// wire (payload and headers), or a negative errno.
+long child_frames_of_one_send(const std::string &spec, size_t len)
+{
+	int fds[2];
+
+	if (pipe(fds))
+		return -errno;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		long frames = -EIO;
+
+		close(fds[0]);
+		setenv("TB5_SIM", spec.c_str(), 1);
+		{
+			std::string na, nb;
+			Dev a, b;
+			Conn c;
+			std::vector<uint8_t> sbuf(len), rbuf(len);
+			tb5_mr *smr = nullptr, *rmr = nullptr;
+			tb5_counters before, after;
+
+			if (find_loop_pair(na, nb) && a.open(na) == 0 &&
+			    b.open(nb) == 0 &&
+			    tb5_reg_host(b.dev, sbuf.data(), len, &smr) == 0 &&
+			    tb5_reg_host(a.dev, rbuf.data(), len, &rmr) == 0 &&
+			    connect_pair(a, b, 0x1e, c) &&
+			    tb5_recv(c.server, rmr, 0, len, 1, 1) == 0 &&
+			    tb5_get_counters(b.dev, &before) == 0 &&
+			    tb5_send(c.client, smr, 0, len, 1, 2) == 0 &&
+			    await(a, is_recv, { &b }) && await(b, is_send, { &a }) &&
+			    tb5_get_counters(b.dev, &after) == 0)
+				frames = long(after.tx_frames - before.tx_frames);
+		}
+		// exit(): the host leaves the fabric, which goes with it.
+		exit(write(fds[1], &frames, sizeof(frames)) == sizeof(frames) ? 0 : 1);
+	}
+	close(fds[1]);
+	long frames = -EIO;
+
+	if (read(fds[0], &frames, sizeof(frames)) != sizeof(frames))
+		frames = -EIO;
+	close(fds[0]);
+	waitpid(pid, nullptr, 0);
+	return frames;
+}
+
+// burst=N: a DATA header goes before every N payload frames of a message.
+TEST(SimConfig, BurstIsTheFramesAfterEachDataHeader)
+{
+	TB5_SIM_ONLY(kSettings);
+	const std::string fabric = "tb5test-burst-" + std::to_string(getpid()) +
+				   ":hosts=1,loop=1";
+	const size_t len = 64 * 4096;	// 64 payload frames
+
+	// One header per frame: 128.
+	EXPECT_EQ(child_frames_of_one_send(fabric + ",burst=1", len), 128);
+	// The core's default, 16: four headers.
+	EXPECT_EQ(child_frames_of_one_send(fabric, len), 68);
+	EXPECT_EQ(child_frames_of_one_send(fabric + ",burst=16", len), 68);
+	// One header for the whole message.
+	EXPECT_EQ(child_frames_of_one_send(fabric + ",burst=64", len), 65);
+	EXPECT_EQ(child_frames_of_one_send(fabric + ",burst=256", len), 65);
+	std::string msg;
+
+	for (const char *bad : {"x:burst=0", "x:burst=257", "x:burst=", "x:burst=many"}) {
+		EXPECT_EQ(child_list_links(bad, &msg), EINVAL) << bad;
+		EXPECT_NE(msg.find("burst="), std::string::npos) << bad << ": " << msg;
+		EXPECT_NE(msg.find("1 to 256"), std::string::npos) << bad << ": " << msg;
+	}
+}
+
 TEST(SimConfig, AFabricKeepsItsSettings)
 {
 	TB5_SIM_ONLY(kSettings);

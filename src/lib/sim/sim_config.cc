@@ -193,10 +193,17 @@ int parse_config(const std::string &spec, Config &out)
 					    "which a copy batch is shared with the copy "
 					    "workers, 16 to 65536", v.c_str());
 			c.copy_min_kib = uint32_t(n);
+		} else if (k == "burst") {
+			if (!parse_uint(v, TB5_BURST_FRAMES_MAX, n) || n < 1)
+				return fail(-EINVAL, "TB5_SIM: burst=%s: payload "
+					    "frames of one message a link sends "
+					    "before it serves the next endpoint, 1 "
+					    "to %u", v.c_str(), TB5_BURST_FRAMES_MAX);
+			c.burst_frames = uint32_t(n);
 		} else {
 			return fail(-EINVAL, "TB5_SIM: unknown key \"%s\" (known: "
 				    "hosts, uncabled, cables, host, loop, ring, rate, delay_us, usb4, "
-				    "copy, copy_min)", k.c_str());
+				    "copy, copy_min, burst)", k.c_str());
 		}
 	}
 	if (c.host >= 0 && uint32_t(c.host) >= c.hosts && c.hosts_given)

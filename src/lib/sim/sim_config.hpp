@@ -23,6 +23,8 @@
 //           most 8)
 //   copy_min  KiB: copy batches of this size or more are shared with the
 //           copy workers (16..65536, default 64)
+//   burst   payload frames a link sends of one message before it serves
+//           the next endpoint (1..256, default the core's 16)
 //
 // hosts, uncabled, cables and ring belong to the fabric: the first process fixes them and a
 // later one that asks for other values is refused. rate, delay_us and usb4
@@ -52,6 +54,7 @@ struct Config {
 	bool usb4 = false;
 	int copy = -1;			// -1: default_copy_workers()
 	uint32_t copy_min_kib = 64;	// batches the copy workers share
+	uint32_t burst_frames = 0;	// 0: the core's default
 };
 
 constexpr uint32_t kMaxHosts = 16;

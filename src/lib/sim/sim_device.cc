@@ -121,7 +121,7 @@ int Host::init(const Config &cfg)
 
 			if (c)
 				name.append("c").append(std::to_string(c));
-			ret = l->create(name, index++);
+			ret = l->create(name, index++, cfg.burst_frames);
 			if (ret)
 				return ret;
 			l->set_copy_engine(eng);
@@ -147,7 +147,7 @@ int Host::init(const Config &cfg)
 				base ^ (uint64_t(e + 1) << 40), wire);
 			ret = l->create("sim_l" + std::to_string(k) +
 						(e ? "b" : "a"),
-					index++);
+					index++, cfg.burst_frames);
 			if (ret)
 				return ret;
 			l->set_copy_engine(eng);

@@ -65,7 +65,8 @@ SimLink::~SimLink()
 	}
 }
 
-int SimLink::create(const std::string &name, uint32_t index)
+int SimLink::create(const std::string &name, uint32_t index,
+		    uint32_t burst_frames)
 {
 	static const struct tb5_link_ops ops = {
 		&SimLink::op_tx, &SimLink::op_copy_to, &SimLink::op_complete,
@@ -84,6 +85,7 @@ int SimLink::create(const std::string &name, uint32_t index)
 	deferred_.reserve(256);
 	cfg.ring_size = ring_size_;
 	cfg.host_id = host_id_;
+	cfg.burst_frames = burst_frames;
 	int ret = tb5_link_create(&cfg, &ops, this, &core_);
 
 	if (ret)

@@ -82,7 +82,9 @@ public:
 	SimLink(const SimLink &) = delete;
 	SimLink &operator=(const SimLink &) = delete;
 
-	int create(const std::string &name, uint32_t index);
+	// @burst_frames: the core's burst_frames (0: its default).
+	int create(const std::string &name, uint32_t index,
+		   uint32_t burst_frames = 0);
 	// Bring a loop end up (both ends must be created first).
 	void start_loop();
 	// Copies go through @engine (null: inline, as they come). Before
