@@ -150,4 +150,40 @@ TEST(PlotOption, OnlyForAClient)
 	}
 }
 
+TEST(CopyCapacityOption, AModeWithItsOwnSizesAndThreads)
+{
+	Parsed p = Parse({ "--copy-capacity" });
+
+	ASSERT_EQ(p.status, -1) << p.err;
+	EXPECT_EQ(p.opt.mode, tb5perf::Mode::kCopyCapacity);
+	EXPECT_EQ(p.opt.bw_sizes, std::vector<uint64_t>{ 512u << 10 });
+	EXPECT_TRUE(p.opt.copy_threads.empty());
+	p = Parse({ "--copy-capacity", "--copy-threads", "1,8,64", "--sizes", "64K,1M" });
+	ASSERT_EQ(p.status, -1) << p.err;
+	EXPECT_EQ(p.opt.copy_threads, (std::vector<uint32_t>{ 1, 8, 64 }));
+	EXPECT_EQ(p.opt.bw_sizes, (std::vector<uint64_t>{ 64u << 10, 1u << 20 }));
+}
+
+TEST(CopyCapacityOption, BadUsageSaysWhy)
+{
+	const struct {
+		std::vector<std::string> args;
+		const char *why;
+	} cases[] = {
+		{ { "--copy-capacity", "--csv" }, "not --csv" },
+		{ { "--nccl", "--csv" }, "not --csv" },
+		{ { "--copy-capacity", "--sim" }, "not a link: no --sim" },
+		{ { "--copy-capacity", "--nccl" }, "exclude each other" },
+		{ { "--sim", "--copy-threads", "2" }, "goes with --copy-capacity" },
+		{ { "--copy-capacity", "--copy-threads", "0" }, "not in range" },
+	};
+
+	for (const auto &c : cases) {
+		Parsed p = Parse(c.args);
+
+		EXPECT_EQ(p.status, tb5perf::kExitUsage) << c.args[0] << " " << c.args[1];
+		EXPECT_NE(p.err.find(c.why), std::string::npos) << p.err;
+	}
+}
+
 } // namespace

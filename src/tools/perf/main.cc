@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "client.hpp"
+#include "copy_capacity.hpp"
 #include "errors.hpp"
 #include "launch.hpp"
 #include "nccl_proxy.hpp"
@@ -51,6 +52,8 @@ int main(int argc, char **argv)
 			return run_sim(opt);
 		case Mode::kNccl:
 			return run_nccl(opt);
+		case Mode::kCopyCapacity:
+			return run_copy_capacity(opt);
 		}
 	} catch (const UsageError &e) {
 		fprintf(stderr, "tb5-perf: %s\n", e.what());

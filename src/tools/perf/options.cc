@@ -91,7 +91,7 @@ int parse_options(int argc, char **argv, Options &out)
 	CLI::App app(kDescription, "tb5-perf");
 	bool server = false, client = false, loop = false, json = false,
 	     csv = false, progress = false, no_progress = false,
-	     no_memcpy = false, nccl = false;
+	     no_memcpy = false, nccl = false, copy_capacity = false;
 	std::string nccl_proto = "simple";
 	std::string service, sizes, bw_sizes, lat_sizes, load_size,
 		max_inflight, memcpy_footprint;
@@ -125,6 +125,15 @@ int parse_options(int argc, char **argv, Options &out)
 	modes->add_option("--nccl-proto", nccl_proto, "--nccl: simple, ll or "
 			  "ll128: how NCCL cuts the data into messages (default "
 			  "simple)");
+	modes->add_flag("--copy-capacity", copy_capacity, "memcpy bandwidth "
+			"of this host with N threads copying at once, the bound of "
+			"what simulated hosts on it carry together (--sizes: copy "
+			"sizes, default 512K; --memcpy-footprint: per thread)");
+	modes->add_option("--copy-threads", out.copy_threads, "--copy-capacity: "
+			  "thread counts, e.g. 1,8,64 (default 1, 2, 4 .. the "
+			  "CPUs usable)")
+		->delimiter(',')
+		->check(CLI::Range(1, 1024));
 	modes->add_flag("--list", out.list_links, "list the links and exit");
 	modes->add_flag("--counters", out.counters, "print the live per-link "
 			"counters of running NCCL jobs (the plugin's) and exit");
@@ -220,14 +229,23 @@ int parse_options(int argc, char **argv, Options &out)
 	}
 
 	try {
-		const int modes_given = server + client + loop + nccl;
+		const int modes_given = server + client + loop + nccl +
+					copy_capacity;
 		if (out.list_links || out.counters) {
 			out.mode = Mode::kClient;
 		} else if (modes_given > 1) {
-			throw UsageError("--server, --client, --loop and --nccl "
-					 "exclude each other");
-		} else if (nccl) {
-			out.mode = Mode::kNccl;
+			throw UsageError("--server, --client, --loop, --nccl and "
+					 "--copy-capacity exclude each other");
+		} else if (nccl || copy_capacity) {
+			if (csv)
+				throw UsageError(std::string(nccl ? "--nccl" :
+							"--copy-capacity") +
+						 " reports in a table or --json, "
+						 "not --csv");
+			if (copy_capacity && out.sim)
+				throw UsageError("--copy-capacity measures the "
+						 "host, not a link: no --sim");
+			out.mode = nccl ? Mode::kNccl : Mode::kCopyCapacity;
 		} else if (server) {
 			if (out.sim)
 				throw UsageError("--server runs on a link; --sim "
@@ -248,6 +266,8 @@ int parse_options(int argc, char **argv, Options &out)
 			throw UsageError("choose a mode: --server, --client "
 					 "--link NAME, --loop or --sim (--help)");
 		}
+		if (!out.copy_threads.empty() && !copy_capacity)
+			throw UsageError("--copy-threads goes with --copy-capacity");
 		if (out.sim_hosts != 2 && (!out.sim || out.mode != Mode::kSim))
 			throw UsageError("--sim-hosts goes with --sim (without "
 					 "--loop)");
@@ -290,7 +310,7 @@ int parse_options(int argc, char **argv, Options &out)
 			   out);
 		out.bw_sizes = size_list_option(bw_sizes, "--bw-sizes", sizes,
 					      nccl ? "1K,64K,256K,1M,4M,16M" :
-						     "256:256M");
+					      copy_capacity ? "512K" : "256:256M");
 		if (nccl_proto == "simple")
 			out.nccl_proto = 0;
 		else if (nccl_proto == "ll")

@@ -22,6 +22,7 @@ enum class Mode {
 	kLoop,		// --loop: both sides in this process, over a loop pair
 	kSim,		// --sim: a server child process on a simulated fabric
 	kNccl,		// --nccl: NCCL's proxy pattern through the plugin
+	kCopyCapacity,	// --copy-capacity: the host's memcpy with N threads
 };
 
 enum class Format { kTable, kJson, kCsv };
@@ -69,6 +70,9 @@ struct Options {
 	std::string plugin = "libnccl-net-tb5.so";	// --plugin
 	uint32_t nccl_channels = 2;	// --nccl-channels
 	uint32_t nccl_proto = 0;	// --nccl-proto: NcclProto
+
+	// --copy-capacity (copy_capacity.hpp)
+	std::vector<uint32_t> copy_threads;	// --copy-threads; empty: 1, 2, 4 .. CPUs
 
 	std::vector<std::string> command;	// argv, for the JSON
 };
