@@ -4,13 +4,19 @@
 #include "copy_capacity.hpp"
 
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -23,45 +29,71 @@
 namespace tb5perf {
 namespace {
 
-// Two buffers of one thread, unmapped when it is done.
-class Buffers {
+// @bytes of anonymous memory, faulted in with @fill; @shared: also mapped
+// in a child forked later. Unmapped when done.
+class Mapping {
 public:
-	explicit Buffers(uint64_t bytes) : len_(bytes)
+	Mapping(uint64_t bytes, int fill, bool shared) : len_(bytes)
 	{
-		void *s = mmap(nullptr, len_, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		void *d = mmap(nullptr, len_, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (s == MAP_FAILED || d == MAP_FAILED) {
+		void *p = mmap(nullptr, len_, PROT_READ | PROT_WRITE,
+			       (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS,
+			       -1, 0);
+		if (p == MAP_FAILED) {
 			err_ = errno;
-			if (s != MAP_FAILED)
-				munmap(s, len_);
-			if (d != MAP_FAILED)
-				munmap(d, len_);
 			return;
 		}
-		src = static_cast<uint8_t *>(s);
-		dst = static_cast<uint8_t *>(d);
+		base = static_cast<uint8_t *>(p);
 		// Fault every page in before the clock starts.
-		memset(src, 0x5a, len_);
-		memset(dst, 0, len_);
+		memset(base, fill, len_);
 	}
-	~Buffers()
+	~Mapping()
 	{
-		if (src) {
-			munmap(src, len_);
-			munmap(dst, len_);
-		}
+		if (base)
+			munmap(base, len_);
 	}
-	Buffers(const Buffers &) = delete;
-	Buffers &operator=(const Buffers &) = delete;
+	Mapping(const Mapping &) = delete;
+	Mapping &operator=(const Mapping &) = delete;
 	int error() const { return err_; }
 
-	uint8_t *src = nullptr, *dst = nullptr;
+	uint8_t *base = nullptr;
 
 private:
 	uint64_t len_;
 	int err_ = 0;
+};
+
+// The sources of process_vm_readv: a child process that holds @bytes
+// (shared with us, so at the same address) and only waits; killed and
+// reaped at the end, and by the kernel if we die first.
+class SourceProcess {
+public:
+	explicit SourceProcess(uint64_t bytes) : mem(bytes, 0x5a, true)
+	{
+		if (!mem.base)
+			return;
+		const pid_t parent = getpid();
+
+		pid = fork();
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != parent)
+				_exit(0);
+			for (;;)
+				pause();
+		}
+	}
+	~SourceProcess()
+	{
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, nullptr, 0);
+		}
+	}
+	SourceProcess(const SourceProcess &) = delete;
+	SourceProcess &operator=(const SourceProcess &) = delete;
+
+	Mapping mem;
+	pid_t pid = -1;
 };
 
 uint32_t usable_cpus()
@@ -71,6 +103,31 @@ uint32_t usable_cpus()
 	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
 		return uint32_t(CPU_COUNT(&set));
 	return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// One copy of @len bytes; 0 or an errno.
+int copy_once(CopyMethod m, pid_t from, uint8_t *dst, const uint8_t *src,
+	      uint64_t len)
+{
+	if (m == CopyMethod::kMemcpy) {
+		memcpy(dst, src, len);
+		// Keep the compiler from dropping the copies.
+		asm volatile("" : : "r"(dst) : "memory");
+		return 0;
+	}
+	struct iovec local = { dst, len };
+	struct iovec remote = { const_cast<uint8_t *>(src), len };
+	const ssize_t n = process_vm_readv(from, &local, 1, &remote, 1, 0);
+
+	if (n < 0)
+		return errno;
+	return uint64_t(n) == len ? 0 : EIO;
+}
+
+std::string cannot_map(uint64_t bytes, uint32_t threads, int err)
+{
+	return "--copy-capacity: cannot map " + format_size(bytes) + " for each of " +
+	       std::to_string(threads) + " threads: " + strerror(err);
 }
 
 } // namespace
@@ -87,24 +144,52 @@ std::vector<uint32_t> default_copy_threads()
 }
 
 CopyCapacity measure_copy_capacity(uint32_t threads, uint64_t size,
-				   uint64_t footprint, double duration_s)
+				   uint64_t footprint, double duration_s,
+				   CopyMethod method)
 {
 	// Each thread cycles through at least two copies' worth.
 	const uint64_t slots = std::max<uint64_t>(footprint / size, 2);
 	const uint64_t bytes = slots * size;
+	const bool cma = method == CopyMethod::kProcessVmReadv;
+	CopyCapacity out{ threads, size, 0, 0, {} };
+	// process_vm_readv's sources live in another process, one region a
+	// thread; memcpy's in each thread's own.
+	std::unique_ptr<SourceProcess> source;
+
+	if (cma) {
+		source = std::make_unique<SourceProcess>(bytes * threads);
+		if (!source->mem.base)
+			throw Error(cannot_map(bytes, threads, source->mem.error()));
+		if (source->pid < 0)
+			throw Error(std::string("--copy-capacity: fork: ") + strerror(errno));
+		uint8_t probe;
+
+		if (int e = copy_once(method, source->pid, &probe, source->mem.base, 1)) {
+			out.error = std::string("process_vm_readv: ") + strerror(e);
+			return out;
+		}
+	}
 	std::atomic<uint32_t> ready{ 0 }, failed{ 0 };
 	std::atomic<bool> go{ false }, stop{ false };
 	std::atomic<uint64_t> copied{ 0 }, last_end{ 0 };
-	std::atomic<int> err{ 0 };
+	std::atomic<int> map_err{ 0 }, copy_err{ 0 };
 	std::vector<std::thread> pool;
 
 	pool.reserve(threads);
 	for (uint32_t t = 0; t < threads; t++) {
-		pool.emplace_back([&] {
-			Buffers b(bytes);
+		pool.emplace_back([&, t] {
+			Mapping dst(bytes, 0, false);
+			std::unique_ptr<Mapping> own_src;
+			const uint8_t *src = nullptr;
 
-			if (!b.src) {
-				err.store(b.error());
+			if (cma) {
+				src = source->mem.base + t * bytes;
+			} else {
+				own_src = std::make_unique<Mapping>(bytes, 0x5a, false);
+				src = own_src->base;
+			}
+			if (!dst.base || !src) {
+				map_err.store(dst.base ? own_src->error() : dst.error());
 				failed.fetch_add(1);
 				ready.fetch_add(1);
 				return;
@@ -112,12 +197,15 @@ CopyCapacity measure_copy_capacity(uint32_t threads, uint64_t size,
 			ready.fetch_add(1);
 			while (!go.load(std::memory_order_acquire))
 				std::this_thread::yield();
+			const pid_t from = cma ? source->pid : 0;
 			uint64_t n = 0, slot = 0;
 
 			while (!stop.load(std::memory_order_relaxed)) {
-				memcpy(b.dst + slot * size, b.src + slot * size, size);
-				// Keep the compiler from dropping the copies.
-				asm volatile("" : : "r"(b.dst) : "memory");
+				if (int e = copy_once(method, from, dst.base + slot * size,
+						      src + slot * size, size)) {
+					copy_err.store(e);
+					break;
+				}
 				n += size;
 				slot = slot + 1 == slots ? 0 : slot + 1;
 			}
@@ -137,19 +225,24 @@ CopyCapacity measure_copy_capacity(uint32_t threads, uint64_t size,
 	if (!failed.load()) {
 		const uint64_t until = t0 + uint64_t(duration_s * 1e9);
 
-		while (now_ns() < until && !stop_requested())
+		while (now_ns() < until && !stop_requested() && !copy_err.load())
 			std::this_thread::sleep_for(std::chrono::microseconds(200));
 	}
 	stop.store(true);
 	for (auto &th : pool)
 		th.join();
 	if (failed.load())
-		throw Error("--copy-capacity: cannot map 2 x " + format_size(bytes) +
-			    " for each of " + std::to_string(threads) + " threads: " +
-			    strerror(err.load()));
+		throw Error(cannot_map(bytes, threads, map_err.load()));
 	if (stop_requested())
 		throw Interrupted();
-	return { threads, size, double(last_end.load() - t0) / 1e9, copied.load() };
+	if (int e = copy_err.load()) {
+		out.error = std::string(cma ? "process_vm_readv: " : "memcpy: ") +
+			    strerror(e);
+		return out;
+	}
+	out.seconds = double(last_end.load() - t0) / 1e9;
+	out.bytes = copied.load();
+	return out;
 }
 
 int run_copy_capacity(const Options &opt)
@@ -167,34 +260,59 @@ int run_copy_capacity(const Options &opt)
 	doc["footprint_per_thread"] = opt.memcpy_footprint;
 	doc["rows"] = nlohmann::json::array();
 	if (!opt.quiet) {
-		fprintf(table, "# tb5-perf --copy-capacity: memcpy by N threads at once, "
-			"each through 2 x %s of its own, %.2f s a point, %u CPUs usable\n",
+		fprintf(table, "# tb5-perf --copy-capacity: N threads copying at once, each "
+			"through %s of its own, %.2f s a point, %u CPUs usable\n",
 			format_size(opt.memcpy_footprint).c_str(), opt.duration_s,
 			usable_cpus());
-		fprintf(table, "# a simulated fabric copies every byte twice: the hosts "
-			"of one machine carry at most half the GB/s below, together\n");
-		fprintf(table, "%10s %8s %14s %14s\n", "size", "threads", "GB/s in all",
-			"GB/s a thread");
+		fprintf(table, "# the simulator copies every byte twice (memcpy): hosts "
+			"simulated on this machine carry at most '2 copies' together; "
+			"process_vm_readv: one copy from another process\n");
+		fprintf(table, "%10s %8s %12s %10s %10s %12s %10s\n", "size", "threads",
+			"memcpy GB/s", "a thread", "2 copies", "vm_readv", "a thread");
 	}
+	std::string refused;
+
 	for (uint64_t size : opt.bw_sizes) {
 		for (uint32_t n : counts) {
-			const CopyCapacity c = measure_copy_capacity(
-				n, size, opt.memcpy_footprint, opt.duration_s);
+			const CopyCapacity m = measure_copy_capacity(
+				n, size, opt.memcpy_footprint, opt.duration_s,
+				CopyMethod::kMemcpy);
+			const CopyCapacity v = measure_copy_capacity(
+				n, size, opt.memcpy_footprint, opt.duration_s,
+				CopyMethod::kProcessVmReadv);
+			nlohmann::json row = { { "size", size },
+					       { "threads", n },
+					       { "memcpy_seconds", m.seconds },
+					       { "memcpy_bytes", m.bytes },
+					       { "memcpy_gbps", m.gbps() },
+					       { "two_copy_gbps", m.gbps() / 2 } };
 
+			if (v.error.empty()) {
+				row["vm_readv_seconds"] = v.seconds;
+				row["vm_readv_bytes"] = v.bytes;
+				row["vm_readv_gbps"] = v.gbps();
+			} else {
+				row["vm_readv_error"] = v.error;
+				refused = v.error;
+			}
 			if (!opt.quiet) {
-				fprintf(table, "%10s %8u %14.1f %14.2f\n",
-					format_size(size).c_str(), n, c.gbps(),
-					c.gbps() / n);
+				char vr[32] = "-", vt[32] = "-";
+
+				if (v.error.empty()) {
+					snprintf(vr, sizeof(vr), "%.1f", v.gbps());
+					snprintf(vt, sizeof(vt), "%.2f", v.gbps() / n);
+				}
+				fprintf(table, "%10s %8u %12.1f %10.2f %10.1f %12s %10s\n",
+					format_size(size).c_str(), n, m.gbps(),
+					m.gbps() / n, m.gbps() / 2, vr, vt);
 				fflush(table);
 			}
-			doc["rows"].push_back({ { "size", size },
-						{ "threads", n },
-						{ "seconds", c.seconds },
-						{ "bytes", c.bytes },
-						{ "gbps", c.gbps() },
-						{ "gbps_per_thread", c.gbps() / n } });
+			doc["rows"].push_back(row);
 		}
 	}
+	if (!refused.empty() && !opt.quiet)
+		fprintf(table, "# vm_readv not measured: %s (a container's seccomp "
+			"profile, or Yama's ptrace_scope)\n", refused.c_str());
 	if (opt.format == Format::kJson) {
 		const std::string text = doc.dump(1) + "\n";
 
