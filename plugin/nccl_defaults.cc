@@ -30,6 +30,7 @@
 #include <mutex>
 #include <strings.h>
 
+#include "env.hpp"
 #include "log.hpp"
 #include "net.hpp"
 
@@ -60,8 +61,7 @@ void apply_nccl_defaults()
 {
 	static std::once_flag once;
 	std::call_once(once, [] {
-		const char *off = std::getenv("TB5_NCCL_DEFAULTS");
-		if (off && !std::strcmp(off, "0"))
+		if (!env_long("TB5_NCCL_DEFAULTS", 1, 0, 1))
 			return;
 		if (!job_may_use_tb5())
 			return;

@@ -54,6 +54,7 @@
 
 #include <tb5/tb5.h>
 
+#include "env.hpp"
 #include "live_counters.hpp"
 #include "log.hpp"
 #include "nccl_defaults.hpp"
@@ -249,21 +250,6 @@ inline void trace_ev(char kind, const void *comm, const void *req, uint64_t byte
 
 
 // ---- helpers -------------------------------------------------------------
-
-long env_long(const char *name, long def, long lo, long hi)
-{
-	const char *v = std::getenv(name);
-	if (!v || !*v)
-		return def;
-	char *end = nullptr;
-	errno = 0;
-	long x = std::strtol(v, &end, 0);
-	if (errno || *end || x < lo || x > hi) {
-		TB5_WARN("ignoring %s=%s: not a number in [%ld, %ld]", name, v, lo, hi);
-		return def;
-	}
-	return x;
-}
 
 uint64_t random64()
 {

@@ -31,15 +31,20 @@
 // either way (docs/performance.md). TB5_NCCL_TUNER=0 turns the tuner
 // off; NCCL_TUNER_PLUGIN=none does too, NCCL_PROTO overrides its
 // protocol.
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
+#include "env.hpp"
 #include "log.hpp"
 #include "nccl_net_abi.h"
 
 namespace {
+
+using tb5net::env_is;
+using tb5net::env_long;
 
 // NCCL 2.28's tuner ABI, version 4 (ext-tuner/: tuner.h), written from
 // its documentation: the cost table is float[algorithms][protocols],
@@ -69,22 +74,6 @@ struct Tuner {
 	uint64_t min_channels = 2;	// and never fewer than this
 };
 
-long env_num(const char *name, long def)
-{
-	const char *v = std::getenv(name);
-	if (!v || !*v)
-		return def;
-	char *end = nullptr;
-	long x = std::strtol(v, &end, 0);
-	return end && !*end && x >= 0 ? x : def;
-}
-
-bool env_is(const char *name, const char *value)
-{
-	const char *v = std::getenv(name);
-	return v && !std::strcmp(v, value);
-}
-
 ncclResult_t init(size_t nranks, size_t nnodes, ncclDebugLogger_t logger, void **ctx)
 {
 	if (!ctx)
@@ -94,10 +83,13 @@ ncclResult_t init(size_t nranks, size_t nnodes, ncclDebugLogger_t logger, void *
 	auto *t = new (std::nothrow) Tuner;
 	if (!t)
 		return ncclSystemError;
-	const bool on = env_num("TB5_NCCL_TUNER", 1) != 0;
-	t->simple_min = (uint64_t)env_num("TB5_NCCL_TUNER_SIMPLE_MIN", (long)t->simple_min);
-	t->channel_bytes = (uint64_t)env_num("TB5_NCCL_TUNER_CHANNEL_BYTES", (long)t->channel_bytes);
-	t->min_channels = (uint64_t)env_num("TB5_NCCL_TUNER_MIN_CHANNELS", (long)t->min_channels);
+	const bool on = env_long("TB5_NCCL_TUNER", 1, 0, 1) != 0;
+	t->simple_min = (uint64_t)env_long("TB5_NCCL_TUNER_SIMPLE_MIN", (long)t->simple_min,
+					   0, LONG_MAX);
+	t->channel_bytes = (uint64_t)env_long("TB5_NCCL_TUNER_CHANNEL_BYTES",
+					      (long)t->channel_bytes, 0, LONG_MAX);
+	t->min_channels = (uint64_t)env_long("TB5_NCCL_TUNER_MIN_CHANNELS",
+					     (long)t->min_channels, 0, kMaxChannels);
 	if (t->min_channels < 1)
 		t->min_channels = 1;
 	// One node talks through NVLink or shared memory unless both are off.

@@ -8,7 +8,9 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include <cstdarg>
 #include <cstddef>
+#include <cstdio>
 #include <string>
 
 #include "nccl_net_abi.h"
@@ -131,6 +133,50 @@ TEST_F(Tuner, ChannelsFollowTheSize)
 	setenv("TB5_NCCL_TUNER_CHANNEL_BYTES", "2097152", 1);
 	setenv("TB5_NCCL_TUNER_MIN_CHANNELS", "6", 1);
 	EXPECT_EQ(Run(2, 2, 4 << 20, cost), 6);
+}
+
+std::string g_logged;	// what the plugin logged through LogTo
+
+__attribute__((format(printf, 5, 6))) void LogTo(ncclDebugLogLevel, unsigned long,
+						 const char *, int, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	g_logged.append(line).append("\n");
+}
+
+// A setting that is not a number in its range keeps its default, and the
+// plugin says which and why (it once kept the default without a word).
+TEST_F(Tuner, BadSettingsKeepTheirDefaultsAndSayWhy)
+{
+	setenv("TB5_NCCL_TUNER_MIN_CHANNELS", "many", 1);
+	setenv("TB5_NCCL_TUNER_CHANNEL_BYTES", "-1", 1);
+	setenv("TB5_NCCL_TUNER", "2", 1);
+	g_logged.clear();
+	void *ctx = nullptr;
+	ASSERT_EQ(t_->init(2, 2, LogTo, &ctx), ncclSuccess);
+	float cost[kAlgos][kProtos];
+	for (auto &a : cost)
+		for (float &c : a)
+			c = 10.0f;
+	int nch = 0;
+	EXPECT_EQ(t_->getCollInfo(ctx, 4, 1 << 20, 1, reinterpret_cast<float **>(cost),
+				  kAlgos, kProtos, 0, &nch), ncclSuccess);
+	EXPECT_EQ(t_->destroy(ctx), ncclSuccess);
+	EXPECT_EQ(nch, 2);	// one channel per MiB, at least 2: the defaults
+	EXPECT_GT(cost[kRing][kLl], 1e9f);	// and the tuner stays on
+	for (const char *want : { "ignoring TB5_NCCL_TUNER_MIN_CHANNELS=many: not a number in [0, 64]",
+				  "ignoring TB5_NCCL_TUNER_CHANNEL_BYTES=-1",
+				  "ignoring TB5_NCCL_TUNER=2: not a number in [0, 1]" })
+		EXPECT_NE(g_logged.find(want), std::string::npos) << want << "\n" << g_logged;
+	setenv("TB5_NCCL_TUNER_MIN_CHANNELS", "65", 1);
+	unsetenv("TB5_NCCL_TUNER_CHANNEL_BYTES");
+	unsetenv("TB5_NCCL_TUNER");
+	EXPECT_EQ(Run(2, 2, 1 << 20, cost), 2);
 }
 
 } // namespace
