@@ -24,6 +24,7 @@
 
 #include "clock.hpp"
 #include "errors.hpp"
+#include "report.hpp"
 #include "units.hpp"
 
 namespace tb5perf {
@@ -313,22 +314,8 @@ int run_copy_capacity(const Options &opt)
 	if (!refused.empty() && !opt.quiet)
 		fprintf(table, "# vm_readv not measured: %s (a container's seccomp "
 			"profile, or Yama's ptrace_scope)\n", refused.c_str());
-	if (opt.format == Format::kJson) {
-		const std::string text = doc.dump(1) + "\n";
-
-		if (!opt.output.empty()) {
-			FILE *f = fopen(opt.output.c_str(), "w");
-
-			if (!f)
-				throw Error("--output " + opt.output + ": " + strerror(errno));
-			const bool written = fputs(text.c_str(), f) >= 0;
-
-			if (fclose(f) || !written)
-				throw Error("--output " + opt.output + ": " + strerror(errno));
-		} else {
-			fputs(text.c_str(), stdout);
-		}
-	}
+	if (opt.format == Format::kJson)
+		emit_document(opt.output, doc.dump(1) + "\n");
 	return kExitOk;
 }
 

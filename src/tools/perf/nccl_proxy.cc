@@ -53,6 +53,7 @@
 #include "clock.hpp"
 #include "errors.hpp"
 #include "nccl_net_abi.h"
+#include "report.hpp"
 
 namespace tb5perf {
 
@@ -823,16 +824,8 @@ int run_nccl(const Options &opt)
 		child.status = st;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		throw Error("--nccl: rank 1 failed");
-	if (opt.format == Format::kJson) {
-		const std::string text = doc.dump(1) + "\n";
-		if (!opt.output.empty()) {
-			FILE *f = fopen(opt.output.c_str(), "w");
-			if (!f || fputs(text.c_str(), f) < 0 || fclose(f))
-				throw Error("--output " + opt.output + ": " + strerror(errno));
-		} else {
-			fputs(text.c_str(), stdout);
-		}
-	}
+	if (opt.format == Format::kJson)
+		emit_document(opt.output, doc.dump(1) + "\n");
 	if (failed) {
 		fprintf(stderr, "tb5-perf --nccl: data verification failed\n");
 		return kExitFailed;

@@ -433,17 +433,23 @@ void Report::finish()
 	} else {
 		text = csv();
 	}
-	if (opt_.output.empty()) {
+	if (opt_.output.empty())
 		progress_.clear();
+	emit_document(opt_.output, text);
+}
+
+void emit_document(const std::string &output, const std::string &text)
+{
+	if (output.empty()) {
 		fputs(text.c_str(), stdout);
 		fflush(stdout);
 		return;
 	}
-	std::ofstream f(opt_.output);
+	std::ofstream f(output);
 	f << text;
 	f.close();
 	if (!f)
-		throw Error("cannot write " + opt_.output + ": " + strerror(errno));
+		throw Error("cannot write " + output + ": " + strerror(errno));
 }
 
 } // namespace tb5perf

@@ -49,6 +49,11 @@ struct Row {
 	bool verified = false;
 };
 
+// The JSON or CSV document of a run: into @output's file (an Error that
+// names it when it cannot be written), or onto stdout when @output is
+// empty.
+void emit_document(const std::string &output, const std::string &text);
+
 class Report {
 public:
 	Report(const Options &opt, Progress &progress);
