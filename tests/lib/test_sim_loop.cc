@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -428,9 +430,12 @@ TEST(SimConfig, BadSettingsAreRefusedWithAReason)
 	}
 }
 
-// The links a child process in @spec's fabric lists, "name name ...", or
-// "error: <message>".
-std::string child_link_names(const std::string &spec)
+// Runs @body in a child process with TB5_SIM=@spec (a new host, which
+// reads the simulator's settings afresh) and returns what @body returned.
+// The child leaves with exit(), not _exit(): the host leaves the fabric,
+// and the last to leave removes it, so the next child makes it afresh.
+std::string in_sim_child(const std::string &spec,
+			 const std::function<std::string()> &body)
 {
 	int fds[2];
 
@@ -439,26 +444,10 @@ std::string child_link_names(const std::string &spec)
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		tb5_link_info *l = nullptr;
-		size_t n = 0;
-		std::string out;
-
 		close(fds[0]);
 		setenv("TB5_SIM", spec.c_str(), 1);
-		if (tb5_list_links(&l, &n) < 0) {
-			out = std::string("error: ") + tb5_last_error();
-		} else {
-			// (appended piece by piece: gcc 12 at -O3 warns, wrongly,
-			// that operator+(const char *, string &&) may overlap)
-			for (size_t i = 0; i < n; i++) {
-				if (!out.empty())
-					out += ' ';
-				out.append(l[i].name);
-			}
-			tb5_free_link_list(l);
-		}
-		// exit(), not _exit(): the host leaves the fabric, and the last
-		// to leave removes it, so the next child makes it afresh.
+		const std::string out = body();
+
 		exit(write(fds[1], out.data(), out.size()) < 0 ? 1 : 0);
 	}
 	close(fds[1]);
@@ -471,6 +460,29 @@ std::string child_link_names(const std::string &spec)
 	close(fds[0]);
 	waitpid(pid, nullptr, 0);
 	return out;
+}
+
+// The links a child process in @spec's fabric lists, "name name ...", or
+// "error: <message>".
+std::string child_link_names(const std::string &spec)
+{
+	return in_sim_child(spec, [] {
+		tb5_link_info *l = nullptr;
+		size_t n = 0;
+		std::string out;
+
+		if (tb5_list_links(&l, &n) < 0)
+			return std::string("error: ") + tb5_last_error();
+		// (appended piece by piece: gcc 12 at -O3 warns, wrongly,
+		// that operator+(const char *, string &&) may overlap)
+		for (size_t i = 0; i < n; i++) {
+			if (!out.empty())
+				out += ' ';
+			out.append(l[i].name);
+		}
+		tb5_free_link_list(l);
+		return out;
+	});
 }
 
 TEST(SimConfig, AnUncabledPairHasNoLinks)
@@ -508,51 +520,33 @@ TEST(SimConfig, ParallelCablesAreLinksOfTheirOwn)
 
 // A child process on a loop pair of a fabric of its own, TB5_SIM @spec,
 // sends one message of @len bytes: the frames its sending end put on the
-// wire (payload and headers), or a negative errno.
+// wire (payload and headers), or -EIO.
 long child_frames_of_one_send(const std::string &spec, size_t len)
 {
-	int fds[2];
+	const std::string got = in_sim_child(spec, [len] {
+		std::string na, nb;
+		Dev a, b;
+		Conn c;
+		std::vector<uint8_t> sbuf(len), rbuf(len);
+		tb5_mr *smr = nullptr, *rmr = nullptr;
+		tb5_counters before, after;
 
-	if (pipe(fds))
-		return -errno;
-	pid_t pid = fork();
+		if (find_loop_pair(na, nb) && a.open(na) == 0 && b.open(nb) == 0 &&
+		    tb5_reg_host(b.dev, sbuf.data(), len, &smr) == 0 &&
+		    tb5_reg_host(a.dev, rbuf.data(), len, &rmr) == 0 &&
+		    connect_pair(a, b, 0x1e, c) &&
+		    tb5_recv(c.server, rmr, 0, len, 1, 1) == 0 &&
+		    tb5_get_counters(b.dev, &before) == 0 &&
+		    tb5_send(c.client, smr, 0, len, 1, 2) == 0 &&
+		    await(a, is_recv, { &b }) && await(b, is_send, { &a }) &&
+		    tb5_get_counters(b.dev, &after) == 0)
+			return std::to_string(after.tx_frames - before.tx_frames);
+		return std::string("error");
+	});
+	char *end = nullptr;
+	const long frames = strtol(got.c_str(), &end, 10);
 
-	if (pid == 0) {
-		long frames = -EIO;
-
-		close(fds[0]);
-		setenv("TB5_SIM", spec.c_str(), 1);
-		{
-			std::string na, nb;
-			Dev a, b;
-			Conn c;
-			std::vector<uint8_t> sbuf(len), rbuf(len);
-			tb5_mr *smr = nullptr, *rmr = nullptr;
-			tb5_counters before, after;
-
-			if (find_loop_pair(na, nb) && a.open(na) == 0 &&
-			    b.open(nb) == 0 &&
-			    tb5_reg_host(b.dev, sbuf.data(), len, &smr) == 0 &&
-			    tb5_reg_host(a.dev, rbuf.data(), len, &rmr) == 0 &&
-			    connect_pair(a, b, 0x1e, c) &&
-			    tb5_recv(c.server, rmr, 0, len, 1, 1) == 0 &&
-			    tb5_get_counters(b.dev, &before) == 0 &&
-			    tb5_send(c.client, smr, 0, len, 1, 2) == 0 &&
-			    await(a, is_recv, { &b }) && await(b, is_send, { &a }) &&
-			    tb5_get_counters(b.dev, &after) == 0)
-				frames = long(after.tx_frames - before.tx_frames);
-		}
-		// exit(): the host leaves the fabric, which goes with it.
-		exit(write(fds[1], &frames, sizeof(frames)) == sizeof(frames) ? 0 : 1);
-	}
-	close(fds[1]);
-	long frames = -EIO;
-
-	if (read(fds[0], &frames, sizeof(frames)) != sizeof(frames))
-		frames = -EIO;
-	close(fds[0]);
-	waitpid(pid, nullptr, 0);
-	return frames;
+	return !got.empty() && *end == '\0' ? frames : -EIO;
 }
 
 // burst=N: a DATA header goes before every N payload frames of a message.

@@ -83,8 +83,7 @@ public:
 	SimLink &operator=(const SimLink &) = delete;
 
 	// @burst_frames: the core's burst_frames (0: its default).
-	int create(const std::string &name, uint32_t index,
-		   uint32_t burst_frames = 0);
+	int create(const std::string &name, uint32_t index, uint32_t burst_frames);
 	// Bring a loop end up (both ends must be created first).
 	void start_loop();
 	// Copies go through @engine (null: inline, as they come). Before

@@ -43,8 +43,9 @@ struct CopyCapacity {
 };
 
 // Copies with @threads threads at once, @size bytes a copy, each thread
-// cycling through @footprint bytes of its own, for about @duration_s.
-// Throws only where the buffers cannot be had.
+// cycling through @footprint bytes of its own, for about @duration_s. A
+// copy the kernel refuses is reported in .error; buffers or a source
+// process that cannot be had throw Error, SIGINT/SIGTERM Interrupted.
 CopyCapacity measure_copy_capacity(uint32_t threads, uint64_t size,
 				   uint64_t footprint, double duration_s,
 				   CopyMethod method = CopyMethod::kMemcpy);
@@ -53,8 +54,8 @@ CopyCapacity measure_copy_capacity(uint32_t threads, uint64_t size,
 // CPUs this process may run on, and that number itself.
 std::vector<uint32_t> default_copy_threads();
 
-// The --copy-capacity mode: a table (and JSON or CSV) of every thread
-// count and size; the exit status.
+// The --copy-capacity mode: a table (or JSON) of every thread count and
+// size, both ways of copying; the exit status.
 int run_copy_capacity(const Options &opt);
 
 } // namespace tb5perf
