@@ -104,8 +104,11 @@ private:
 	{
 		return ::ioctl(fd_.get(), req, arg) ? sys_err() : 0;
 	}
+	// The endpoint that the module made as @handle, now libtb5's too.
+	// If that fails (it throws std::bad_alloc), the module's endpoint is
+	// closed before the exception goes on, and nothing is left of it.
 	// Called with mu_ held, from the ioctl that made the endpoint on.
-	KernelEp *add_ep(uint64_t context, uint32_t handle);
+	KernelEp *adopt_ep(uint64_t context, uint32_t handle);
 	bool cq_empty() const;
 
 	std::string name_;
@@ -126,9 +129,8 @@ private:
 	// another thread, which maps entries to endpoints under mu_, must not
 	// take it for an event of a closed endpoint and drop it.
 	std::mutex mu_;
-	std::unordered_map<uint32_t, KernelEp *> eps_;
+	std::unordered_map<uint32_t, std::unique_ptr<KernelEp>> eps_;	// by handle
 	std::unordered_map<tb5_mr *, std::unique_ptr<KernelMr>> mrs_;
-	std::unordered_map<uint32_t, std::unique_ptr<KernelEp>> owned_eps_;
 };
 
 KernelDevice::~KernelDevice()
@@ -326,14 +328,22 @@ int KernelDevice::dereg(tb5_mr *mr)
 	return 0;
 }
 
-KernelEp *KernelDevice::add_ep(uint64_t context, uint32_t handle)
+KernelEp *KernelDevice::adopt_ep(uint64_t context, uint32_t handle)
 {
-	auto e = std::make_unique<KernelEp>(this, context, handle);
-	KernelEp *p = e.get();
+	try {
+		auto e = std::make_unique<KernelEp>(this, context, handle);
+		KernelEp *p = e.get();
 
-	eps_[handle] = p;
-	owned_eps_[handle] = std::move(e);
-	return p;
+		// Only the move is left once the entry exists: all or nothing.
+		eps_[handle] = std::move(e);
+		return p;
+	} catch (...) {
+		tb5_ep_close ec = {};
+
+		ec.ep = handle;
+		ioc(TB5_IOC_EP_CLOSE, &ec);
+		throw;
+	}
 }
 
 int KernelDevice::listen(uint64_t service, uint32_t flags, uint64_t context,
@@ -358,15 +368,8 @@ int KernelDevice::listen(uint64_t service, uint32_t flags, uint64_t context,
 	if (ret)
 		return fail(ret, "%s: TB5_IOC_LISTEN: %s", name_.c_str(),
 			    strerror(-ret));
-	KernelEp *e;
-	try {
-		e = add_ep(context, li.ep);
-	} catch (...) {
-		tb5_ep_close ec = {};
-		ec.ep = li.ep;
-		ioc(TB5_IOC_EP_CLOSE, &ec);
-		throw;
-	}
+	KernelEp *e = adopt_ep(context, li.ep);
+
 	e->listener = true;
 	e->service = service;
 	e->cookie = li.cookie;
@@ -415,7 +418,7 @@ int KernelDevice::connect(const tb5_address &addr, uint64_t context,
 	if (ret)
 		return fail(ret, "%s: TB5_IOC_CONNECT: %s", name_.c_str(),
 			    strerror(-ret));
-	*ep = add_ep(context, cn.ep);
+	*ep = adopt_ep(context, cn.ep);
 	return 0;
 }
 
@@ -435,7 +438,7 @@ int KernelDevice::accept(tb5_endpoint *listener, uint64_t context,
 	if (ret)
 		return fail(ret, "%s: TB5_IOC_ACCEPT: %s", name_.c_str(),
 			    strerror(-ret));
-	*ep = add_ep(context, ac.ep);
+	*ep = adopt_ep(context, ac.ep);
 	return 0;
 }
 
@@ -444,17 +447,16 @@ int KernelDevice::close(tb5_endpoint *ep)
 	auto *ke = static_cast<KernelEp *>(ep);
 	tb5_ep_close ec = {};
 	std::lock_guard lk(mu_);
-	auto it = owned_eps_.find(ke->handle);
+	auto it = eps_.find(ke->handle);
 
-	if (it == owned_eps_.end() || it->second.get() != ke)
+	if (it == eps_.end() || it->second.get() != ke)
 		return fail(-EINVAL, "not an endpoint of %s", name_.c_str());
 	ec.ep = ke->handle;
 	int ret = ioc(TB5_IOC_EP_CLOSE, &ec);
 
 	// Whatever the module said, the handle is gone for the caller; its
 	// late completions are dropped by poll().
-	eps_.erase(ke->handle);
-	owned_eps_.erase(it);
+	eps_.erase(it);
 	if (ret)
 		return fail(ret, "%s: TB5_IOC_EP_CLOSE: %s", name_.c_str(),
 			    strerror(-ret));
@@ -552,7 +554,7 @@ int KernelDevice::poll(tb5_wc *wc, int max)
 		w.status = e.status;
 		w.tag = e.tag;
 		w.bytes = e.bytes;
-		w.ep = it->second;
+		w.ep = it->second.get();
 		w.user_data = e.op == TB5_CQE_EVENT ? it->second->context :
 						      e.user_data;
 	}
