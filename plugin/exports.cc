@@ -210,7 +210,7 @@ TB5_EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = {
 	guarded<reg_mr_dma_buf>, guarded<dereg_mr>, guarded<isend_v10>, guarded<irecv_v10>,
 	guarded<iflush>, guarded<test>, guarded<close_send>, guarded<close_recv>,
 	guarded<close_listen>, guarded<get_device_mr>, guarded<irecv_consumed>,
-	nullptr /* makeVDevice: see net.cc */, guarded<finalize>, guarded<set_net_attr_v12>,
+	nullptr /* makeVDevice: see devices.cc */, guarded<finalize>, guarded<set_net_attr_v12>,
 };
 
 TB5_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {

@@ -2,7 +2,12 @@
 //
 // net.hpp - the plugin's one implementation, shaped like the newest NCCL
 // net ABI (v12). exports.cc builds every exported version's table from
-// these calls; nothing else in the plugin is visible outside it.
+// these calls; nothing else in the plugin is visible outside it. They are
+// defined by responsibility: devices.cc (init, finalize, devices,
+// getProperties, setNetAttr), connect.cc (listen, connect, accept, the
+// closes), data_path.cc (isend, irecv, iflush, test, irecvConsumed) and
+// memory.cc (regMr, regMrDmaBuf, deregMr, getDeviceMr); state.hpp holds
+// what they share.
 #ifndef TB5_PLUGIN_NET_HPP
 #define TB5_PLUGIN_NET_HPP
 
