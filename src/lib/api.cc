@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 //
-// api.cc - the C API: argument checks that need no backend, then the
-// backend. No exception leaves this file.
+// api.cc - the C API: argument checks that need no backend and the rules
+// that are the library's, whichever backend runs (connect's check of the
+// link, what a failed endpoint's error reads), then the backend. No
+// exception leaves this file.
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -61,6 +63,9 @@ int check_op(tb5_device *dev, const tb5_op &op)
 	if (!op.ep || op.ep->dev != dev)
 		return tb5::fail(-EINVAL, "the operation's endpoint does not "
 				 "belong to this device");
+	if (op.ep->listener)
+		return tb5::fail(-EINVAL, "a listener carries no operations: "
+				 "post on the endpoints it accepts");
 	if (!op.mr || op.mr->dev != dev)
 		return tb5::fail(-EINVAL, "the operation's memory region is not "
 				 "registered on this device");
@@ -95,6 +100,36 @@ int post_checked(tb5_device *dev, const tb5_op *ops, size_t count,
 	if (posted)
 		*posted = ok;
 	return ret;
+}
+
+// An address that names a host is reached over a ready link to that host
+// only; host 0 leaves the peer to the link.
+int check_reaches(tb5_device *dev, uint64_t host)
+{
+	tb5_link_info info;
+
+	if (!host)
+		return 0;
+	int ret = dev->query(&info);
+
+	if (ret)
+		return ret;
+	if (info.state != TB5_LINK_STATE_READY)
+		return tb5::fail(-ENOTCONN, "%s is not ready: its peer has not "
+				 "answered yet", info.name);
+	if (info.peer_host != host)
+		return tb5::fail(-EHOSTUNREACH, "%s leads to host %#llx, not to "
+				 "host %#llx", info.name,
+				 (unsigned long long)info.peer_host,
+				 (unsigned long long)host);
+	return 0;
+}
+
+int check_listener(tb5_endpoint *ep, const char *what)
+{
+	if (!ep->listener)
+		return tb5::fail(-EINVAL, "%s needs a listener", what);
+	return 0;
 }
 
 // tb5_send() and tb5_recv(): a batch of one.
@@ -239,7 +274,11 @@ int tb5_endpoint_address(tb5_endpoint *listener, struct tb5_address *addr)
 {
 	if (!listener || !addr)
 		return -EINVAL;
-	return guarded([&] { return listener->dev->address(listener, addr); });
+	return guarded([&] {
+		int ret = check_listener(listener, "an address");
+
+		return ret ? ret : listener->dev->address(listener, addr);
+	});
 }
 
 int tb5_endpoint_connect(tb5_device *dev, const struct tb5_address *addr,
@@ -248,7 +287,11 @@ int tb5_endpoint_connect(tb5_device *dev, const struct tb5_address *addr,
 	if (!dev || !addr || !ep)
 		return -EINVAL;
 	*ep = nullptr;
-	return guarded([&] { return dev->connect(*addr, context, ep); });
+	return guarded([&] {
+		int ret = check_reaches(dev, addr->host);
+
+		return ret ? ret : dev->connect(*addr, context, ep);
+	});
 }
 
 int tb5_endpoint_accept(tb5_endpoint *listener, uint64_t context,
@@ -258,7 +301,9 @@ int tb5_endpoint_accept(tb5_endpoint *listener, uint64_t context,
 		return -EINVAL;
 	*ep = nullptr;
 	return guarded([&] {
-		return listener->dev->accept(listener, context, ep);
+		int ret = check_listener(listener, "accept");
+
+		return ret ? ret : listener->dev->accept(listener, context, ep);
 	});
 }
 
@@ -275,7 +320,15 @@ int tb5_endpoint_state(tb5_endpoint *ep, int *error)
 		return -EINVAL;
 	if (error)
 		*error = 0;
-	return guarded([&] { return ep->dev->state(ep, error); });
+	return guarded([&] {
+		int st = ep->dev->state(ep, error);
+
+		// A failed endpoint says why: the status of its last error
+		// event, -ENOTCONN if it failed without one.
+		if (error && !*error && st == TB5_ENDPOINT_FAILED)
+			*error = -ENOTCONN;
+		return st;
+	});
 }
 
 int tb5_post(tb5_device *dev, const struct tb5_op *ops, size_t count,

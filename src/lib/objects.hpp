@@ -2,7 +2,8 @@
 //
 // objects.hpp - what the C API's opaque handles are: one device, its
 // memory regions and endpoints, each implemented by a backend (kernel/,
-// sim/). api.cc checks arguments that need no backend and forwards.
+// sim/). api.cc checks arguments that need no backend, applies the rules
+// that are the library's rather than a backend's, and forwards.
 #pragma once
 
 #include <cstddef>
@@ -21,8 +22,14 @@ struct tb5_mr {
 struct tb5_endpoint {
 	tb5_device *dev;
 	uint64_t context;
+	// Made by listen(): it has an address and accepts, and carries no
+	// operations.
+	bool listener;
 
-	tb5_endpoint(tb5_device *d, uint64_t ctx) : dev(d), context(ctx) {}
+	tb5_endpoint(tb5_device *d, uint64_t ctx, bool l)
+		: dev(d), context(ctx), listener(l)
+	{
+	}
 	virtual ~tb5_endpoint() = default;
 };
 
@@ -43,17 +50,23 @@ struct tb5_device {
 
 	virtual int listen(uint64_t service, uint32_t flags, uint64_t context,
 			   tb5_endpoint **ep) = 0;
+	// @listener is one (checked already).
 	virtual int address(tb5_endpoint *listener, tb5_address *addr) = 0;
+	// @addr.host, if not 0, is the peer of this device's link, which is
+	// ready (checked already).
 	virtual int connect(const tb5_address &addr, uint64_t context,
 			    tb5_endpoint **ep) = 0;
+	// @listener is one (checked already).
 	virtual int accept(tb5_endpoint *listener, uint64_t context,
 			   tb5_endpoint **ep) = 0;
 	// Frees @ep.
 	virtual int close(tb5_endpoint *ep) = 0;
+	// The endpoint's TB5_ENDPOINT_* state; *@error (if @error) the status
+	// of its last TB5_WC_ERROR event, 0 if it had none.
 	virtual int state(tb5_endpoint *ep, int *error) = 0;
 
-	// @ops are checked already: kind, endpoint and region of this device,
-	// offset + len within the region.
+	// @ops are checked already: kind, endpoint (no listener) and region of
+	// this device, offset + len within the region.
 	virtual int post(const tb5_op *ops, size_t count, size_t *posted) = 0;
 	virtual int poll(tb5_wc *wc, int max) = 0;
 	virtual int wait(int timeout_ms) = 0;

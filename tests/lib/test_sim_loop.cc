@@ -337,9 +337,14 @@ TEST_F(SimLoop, BadArgumentsAreRefusedWithAReason)
 	tb5_endpoint *e = nullptr;
 	EXPECT_EQ(tb5_endpoint_listen(a.dev, 1, 0x80, 0, &e), -EINVAL);
 	EXPECT_EQ(tb5_endpoint_accept(c.client, 0, &e), -EINVAL);
+	EXPECT_NE(strstr(tb5_last_error(), "listener"), nullptr) << tb5_last_error();
 	EXPECT_EQ(tb5_endpoint_address(c.client, nullptr), -EINVAL);
 	tb5_address addr;
 	EXPECT_EQ(tb5_endpoint_address(c.client, &addr), -EINVAL);
+	EXPECT_NE(strstr(tb5_last_error(), "listener"), nullptr) << tb5_last_error();
+	// A listener carries no operations.
+	EXPECT_EQ(tb5_recv(c.listener, rmr, 0, 1, 1, 1), -EINVAL);
+	EXPECT_NE(strstr(tb5_last_error(), "listener"), nullptr) << tb5_last_error();
 	EXPECT_EQ(tb5_open(nullptr, nullptr), -EINVAL);
 }
 

@@ -55,11 +55,10 @@ struct KernelMr : tb5_mr {
 
 struct KernelEp : tb5_endpoint {
 	uint32_t handle;
-	bool listener = false;
 	uint64_t service = 0;	// a listener's address
 	uint64_t cookie = 0;
-	KernelEp(tb5_device *d, uint64_t ctx, uint32_t h)
-		: tb5_endpoint(d, ctx), handle(h)
+	KernelEp(tb5_device *d, uint64_t ctx, bool listens, uint32_t h)
+		: tb5_endpoint(d, ctx, listens), handle(h)
 	{
 	}
 };
@@ -104,11 +103,21 @@ private:
 	{
 		return ::ioctl(fd_.get(), req, arg) ? sys_err() : 0;
 	}
+	// Says why ioctl @req (named @req_name), made for @what ("listen",
+	// "post"...), failed with @ret: the completion queue had no entry
+	// to promise (the message of both backends), or the module's errno.
+	int ioc_fail(int ret, const char *req_name, const char *what) const
+	{
+		if (ret == -ENOSPC)
+			return fail_cq_full(name_.c_str(), ring_->entries, what);
+		return fail(ret, "%s: %s: %s", name_.c_str(), req_name,
+			    strerror(-ret));
+	}
 	// The endpoint that the module made as @handle, now libtb5's too.
 	// If that fails (it throws std::bad_alloc), the module's endpoint is
 	// closed before the exception goes on, and nothing is left of it.
 	// Called with mu_ held, from the ioctl that made the endpoint on.
-	KernelEp *adopt_ep(uint64_t context, uint32_t handle);
+	KernelEp *adopt_ep(uint64_t context, bool listener, uint32_t handle);
 	bool cq_empty() const;
 
 	std::string name_;
@@ -328,10 +337,12 @@ int KernelDevice::dereg(tb5_mr *mr)
 	return 0;
 }
 
-KernelEp *KernelDevice::adopt_ep(uint64_t context, uint32_t handle)
+KernelEp *KernelDevice::adopt_ep(uint64_t context, bool listener,
+				   uint32_t handle)
 {
 	try {
-		auto e = std::make_unique<KernelEp>(this, context, handle);
+		auto e = std::make_unique<KernelEp>(this, context, listener,
+						    handle);
 		KernelEp *p = e.get();
 
 		// Only the move is left once the entry exists: all or nothing.
@@ -363,14 +374,10 @@ int KernelDevice::listen(uint64_t service, uint32_t flags, uint64_t context,
 	if (ret == -EADDRINUSE)
 		return fail(ret, "%s: service %#llx has a listener already",
 			    name_.c_str(), (unsigned long long)service);
-	if (ret == -ENOSPC)
-		return fail_cq_full(name_.c_str(), ring_->entries, "listen");
 	if (ret)
-		return fail(ret, "%s: TB5_IOC_LISTEN: %s", name_.c_str(),
-			    strerror(-ret));
-	KernelEp *e = adopt_ep(context, li.ep);
+		return ioc_fail(ret, "TB5_IOC_LISTEN", "listen");
+	KernelEp *e = adopt_ep(context, true, li.ep);
 
-	e->listener = true;
 	e->service = service;
 	e->cookie = li.cookie;
 	*ep = e;
@@ -381,8 +388,6 @@ int KernelDevice::address(tb5_endpoint *listener, tb5_address *addr)
 {
 	auto *ke = static_cast<KernelEp *>(listener);
 
-	if (!ke->listener)
-		return fail(-EINVAL, "only a listener has an address");
 	addr->host = info_.local_host;
 	addr->service = ke->service;
 	addr->cookie = ke->cookie;
@@ -392,33 +397,16 @@ int KernelDevice::address(tb5_endpoint *listener, tb5_address *addr)
 int KernelDevice::connect(const tb5_address &addr, uint64_t context,
 			  tb5_endpoint **ep)
 {
-	tb5_info ki = {};
-	int ret = ioc(TB5_IOC_GET_INFO, &ki);
-
-	if (ret)
-		return fail(ret, "%s: TB5_IOC_GET_INFO: %s", name_.c_str(),
-			    strerror(-ret));
-	if (addr.host) {
-		if (ki.state != TB5_STATE_READY)
-			return fail(-ENOTCONN, "%s is not ready: its peer has not "
-				    "answered yet", name_.c_str());
-		if (ki.peer_host != addr.host)
-			return fail(-EHOSTUNREACH, "%s leads to host %#llx, not "
-				    "to host %#llx", name_.c_str(),
-				    (unsigned long long)ki.peer_host,
-				    (unsigned long long)addr.host);
-	}
 	tb5_connect cn = {};
+
 	cn.service = addr.service;
 	cn.cookie = addr.cookie;
 	std::lock_guard lk(mu_);
-	ret = ioc(TB5_IOC_CONNECT, &cn);
-	if (ret == -ENOSPC)
-		return fail_cq_full(name_.c_str(), ring_->entries, "connect");
+	int ret = ioc(TB5_IOC_CONNECT, &cn);
+
 	if (ret)
-		return fail(ret, "%s: TB5_IOC_CONNECT: %s", name_.c_str(),
-			    strerror(-ret));
-	*ep = adopt_ep(context, cn.ep);
+		return ioc_fail(ret, "TB5_IOC_CONNECT", "connect");
+	*ep = adopt_ep(context, false, cn.ep);
 	return 0;
 }
 
@@ -433,12 +421,9 @@ int KernelDevice::accept(tb5_endpoint *listener, uint64_t context,
 
 	if (ret == -EAGAIN)
 		return ret;
-	if (ret == -ENOSPC)
-		return fail_cq_full(name_.c_str(), ring_->entries, "accept");
 	if (ret)
-		return fail(ret, "%s: TB5_IOC_ACCEPT: %s", name_.c_str(),
-			    strerror(-ret));
-	*ep = adopt_ep(context, ac.ep);
+		return ioc_fail(ret, "TB5_IOC_ACCEPT", "accept");
+	*ep = adopt_ep(context, false, ac.ep);
 	return 0;
 }
 
@@ -473,11 +458,8 @@ int KernelDevice::state(tb5_endpoint *ep, int *error)
 	if (ret)
 		return fail(ret, "%s: TB5_IOC_EP_QUERY: %s", name_.c_str(),
 			    strerror(-ret));
-	// A failed endpoint says why: the status of its last error event,
-	// -ENOTCONN if it had none (the simulator's rule too).
 	if (error)
-		*error = q.error ? q.error :
-			 q.state == TB5_EP_STATE_ERROR ? -ENOTCONN : 0;
+		*error = q.error;
 	return int(q.state);
 }
 
@@ -512,11 +494,7 @@ int KernelDevice::post(const tb5_op *ops, size_t count, size_t *posted)
 			*posted = done;
 			if (ret == -EAGAIN)
 				return ret;	// the busy path: no message
-			if (ret == -ENOSPC)
-				return fail_cq_full(name_.c_str(), ring_->entries,
-						    "post");
-			return fail(ret, "%s: TB5_IOC_POST: %s", name_.c_str(),
-				    strerror(-ret));
+			return ioc_fail(ret, "TB5_IOC_POST", "post");
 		}
 	}
 	*posted = done;
