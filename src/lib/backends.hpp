@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "objects.hpp"
+#include "tb5_core.h"
 
 namespace tb5 {
 
@@ -19,6 +20,19 @@ uint32_t cq_entries();
 // listen...) on the device of link @name found no completion queue entry
 // left to promise.
 int fail_cq_full(const char *name, uint32_t entries, const char *what);
+// A link's drop counters from its counts by kind, indexed by the core's
+// enum tb5_drop_kind (the module's TB5_UAPI_DROP_* are the same numbers:
+// both the module and the kernel backend assert it).
+template <typename Count>
+void fill_drops(const Count (&by_kind)[TB5_DROP_KINDS], tb5_drops *d)
+{
+	*d = {};
+	d->malformed = by_kind[TB5_DROP_MALFORMED];
+	d->unknown_connection = by_kind[TB5_DROP_UNKNOWN_CONN];
+	d->out_of_window = by_kind[TB5_DROP_OUT_OF_WINDOW];
+	d->ring_overflow = by_kind[TB5_DROP_OVERFLOW];
+	d->sequence_gap = by_kind[TB5_DROP_SEQ_GAP];
+}
 
 namespace kernel {
 int list_links(std::vector<tb5_link_info> &out);

@@ -44,6 +44,15 @@ static_assert(TB5_EP_STATE_LISTENING == TB5_ENDPOINT_LISTENING &&
 	      TB5_EP_STATE_PEER_CLOSED == TB5_ENDPOINT_PEER_CLOSED &&
 	      TB5_EP_STATE_ERROR == TB5_ENDPOINT_FAILED);
 static_assert(TB5_OP_SEND == TB5_POST_SEND && TB5_OP_RECV == TB5_POST_RECV);
+// The drop kinds are the core's (tb5_core.h, whose functions tb5_listen(),
+// tb5_connect()... hide the uAPI's structs of the same names: they are
+// spelled `struct tb5_listen` here).
+static_assert(TB5_UAPI_DROP_MALFORMED == TB5_DROP_MALFORMED &&
+	      TB5_UAPI_DROP_UNKNOWN_CONN == TB5_DROP_UNKNOWN_CONN &&
+	      TB5_UAPI_DROP_OUT_OF_WINDOW == TB5_DROP_OUT_OF_WINDOW &&
+	      TB5_UAPI_DROP_RING_OVERFLOW == TB5_DROP_OVERFLOW &&
+	      TB5_UAPI_DROP_SEQ_GAP == TB5_DROP_SEQ_GAP &&
+	      TB5_UAPI_DROP_KINDS == TB5_DROP_KINDS);
 
 namespace tb5::kernel {
 namespace {
@@ -262,11 +271,7 @@ int KernelDevice::drops(tb5_drops *d)
 			    version_.module_minor, version_.module_patch);
 	if (int err = ioc(TB5_IOC_GET_STATS, &st))
 		return fail(err, "%s: TB5_IOC_GET_STATS failed", name_.c_str());
-	d->malformed = st.drops[TB5_UAPI_DROP_MALFORMED];
-	d->unknown_connection = st.drops[TB5_UAPI_DROP_UNKNOWN_CONN];
-	d->out_of_window = st.drops[TB5_UAPI_DROP_OUT_OF_WINDOW];
-	d->ring_overflow = st.drops[TB5_UAPI_DROP_RING_OVERFLOW];
-	d->sequence_gap = st.drops[TB5_UAPI_DROP_SEQ_GAP];
+	fill_drops(st.drops, d);
 	return 0;
 }
 
@@ -349,7 +354,7 @@ KernelEp *KernelDevice::adopt_ep(uint64_t context, bool listener,
 		eps_[handle] = std::move(e);
 		return p;
 	} catch (...) {
-		tb5_ep_close ec = {};
+		struct tb5_ep_close ec = {};
 
 		ec.ep = handle;
 		ioc(TB5_IOC_EP_CLOSE, &ec);
@@ -360,7 +365,7 @@ KernelEp *KernelDevice::adopt_ep(uint64_t context, bool listener,
 int KernelDevice::listen(uint64_t service, uint32_t flags, uint64_t context,
 			 tb5_endpoint **ep)
 {
-	tb5_listen li = {};
+	struct tb5_listen li = {};
 
 	if ((flags & TB5_LISTEN_WELL_KNOWN) &&
 	    !(version_.features & TB5_FEATURE_WELL_KNOWN))
@@ -397,7 +402,7 @@ int KernelDevice::address(tb5_endpoint *listener, tb5_address *addr)
 int KernelDevice::connect(const tb5_address &addr, uint64_t context,
 			  tb5_endpoint **ep)
 {
-	tb5_connect cn = {};
+	struct tb5_connect cn = {};
 
 	cn.service = addr.service;
 	cn.cookie = addr.cookie;
@@ -413,7 +418,7 @@ int KernelDevice::connect(const tb5_address &addr, uint64_t context,
 int KernelDevice::accept(tb5_endpoint *listener, uint64_t context,
 			 tb5_endpoint **ep)
 {
-	tb5_accept ac = {};
+	struct tb5_accept ac = {};
 
 	ac.listener = static_cast<KernelEp *>(listener)->handle;
 	std::lock_guard lk(mu_);
@@ -430,7 +435,7 @@ int KernelDevice::accept(tb5_endpoint *listener, uint64_t context,
 int KernelDevice::close(tb5_endpoint *ep)
 {
 	auto *ke = static_cast<KernelEp *>(ep);
-	tb5_ep_close ec = {};
+	struct tb5_ep_close ec = {};
 	std::lock_guard lk(mu_);
 	auto it = eps_.find(ke->handle);
 

@@ -323,12 +323,7 @@ public:
 		struct tb5_link_stats st;
 
 		tb5_link_get_stats(link_->core(), &st);
-		*d = {};
-		d->malformed = st.drops[TB5_DROP_MALFORMED];
-		d->unknown_connection = st.drops[TB5_DROP_UNKNOWN_CONN];
-		d->out_of_window = st.drops[TB5_DROP_OUT_OF_WINDOW];
-		d->ring_overflow = st.drops[TB5_DROP_OVERFLOW];
-		d->sequence_gap = st.drops[TB5_DROP_SEQ_GAP];
+		fill_drops(st.drops, d);
 		return 0;
 	}
 	int reg_host(void *addr, size_t len, tb5_mr **mr) override
@@ -801,23 +796,20 @@ int open(const char *name, tb5_device **dev)
 
 	if (ret)
 		return ret;
-	for (auto &l : h->links) {
-		tb5_link_info info;
+	auto l = std::find_if(h->links.begin(), h->links.end(),
+			      [&](const auto &link) { return link->name() == name; });
 
-		l->describe(info);
-		if (!strcmp(info.name, name)) {
-			auto d = std::make_unique<SimDevice>(h, l.get());
+	if (l == h->links.end())
+		return fail(-ENODEV, "the simulator has no link \"%s\" "
+			    "(tb5_list_links names them: sim_h<slot> to other "
+			    "hosts, sim_l<k>a/b for loop pairs)", name);
+	auto d = std::make_unique<SimDevice>(h, l->get());
 
-			ret = d->init();
-			if (ret)
-				return ret;
-			*dev = d.release();
-			return 0;
-		}
-	}
-	return fail(-ENODEV, "the simulator has no link \"%s\" (tb5_list_links "
-		    "names them: sim_h<slot> to other hosts, sim_l<k>a/b for "
-		    "loop pairs)", name);
+	ret = d->init();
+	if (ret)
+		return ret;
+	*dev = d.release();
+	return 0;
 }
 
 } // namespace tb5::sim

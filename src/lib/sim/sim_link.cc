@@ -53,12 +53,7 @@ SimLink::~SimLink()
 	if (core_) {
 		{
 			std::lock_guard lk(txq_mu_);
-			down_ = true;
-			txq_count_ = 0;
-			done_.clear();
-			if (engine_)
-				engine_->run(tx_batch_);
-			staged_done_.clear();
+			drop_tx();
 		}
 		tb5_link_down(core_, -ESHUTDOWN);
 		tb5_link_destroy(core_);
@@ -461,6 +456,16 @@ uint32_t SimLink::report_taken()
 	return n;
 }
 
+void SimLink::drop_tx()
+{
+	down_ = true;
+	txq_count_ = 0;
+	done_.clear();
+	if (engine_)
+		engine_->run(tx_batch_);
+	staged_done_.clear();
+}
+
 void SimLink::go_down()
 {
 	const std::string path = fabric_.cable_path(peer_slot_, cable_index_, peer_session_);
@@ -474,15 +479,9 @@ void SimLink::go_down()
 	}
 	report_moved();
 	{
+		// Staged since: dropped, like the queued ones.
 		std::lock_guard lk(txq_mu_);
-		down_ = true;
-		txq_count_ = 0;
-		done_.clear();
-		// Staged since: dropped, like the queued ones (their copies
-		// are made, so that no worker is left on them).
-		if (engine_)
-			engine_->run(tx_batch_);
-		staged_done_.clear();
+		drop_tx();
 		tx_ring_ = FrameRing();
 	}
 	tb5_link_down(core_, -ENOLINK);

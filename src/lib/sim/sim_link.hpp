@@ -91,6 +91,7 @@ public:
 	void set_copy_engine(CopyEngine *engine) { engine_ = engine; }
 
 	struct tb5_link *core() const { return core_; }
+	const std::string &name() const { return name_; }
 	void describe(tb5_link_info &info);
 	// Moves, reports and receives up to @budget frames each; returns the
 	// work done (0: idle).
@@ -173,6 +174,10 @@ private:
 	void take_moved();
 	uint32_t report_taken();
 	void check_peer();
+	// The TX side stops: what is queued or staged is dropped unreported,
+	// as a cable pull drops what is on the rings (staged copies are made
+	// all the same, so that no worker is left on them). Under txq_mu_.
+	void drop_tx();
 	void go_down();
 	void go_up(uint64_t peer_session);
 	HostSlot &peer_doorbell();
