@@ -166,7 +166,7 @@ struct tb5_link_config {
 
 /* Why a received frame was dropped or refused (tb5_link_stats.drops). */
 enum tb5_drop_kind {
-	TB5_DROP_MALFORMED = 0,	/* bad header, markers or size */
+	TB5_DROP_MALFORMED = 0,	/* bad header, markers, size or status */
 	TB5_DROP_UNKNOWN_CONN,	/* no such connection, or not from its peer */
 	TB5_DROP_OUT_OF_WINDOW,	/* outside what this end granted or asked */
 	TB5_DROP_OVERFLOW,	/* no room: the NHI overran, or the reply queue */

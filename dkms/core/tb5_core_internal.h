@@ -254,6 +254,7 @@ void tb5_pump(struct tb5_link *link);
 void tb5_rx_error(struct tb5_link *link, enum tb5_drop_kind kind,
 		  const char *what);
 void tb5_rx_drop(struct tb5_link *link, enum tb5_drop_kind kind);
+int32_t tb5_rx_status(struct tb5_link *link, uint8_t type, int32_t code);
 int32_t tb5_sanitize_status(int32_t status, int32_t fallback);
 
 /* tb5_endpoint.c */

@@ -353,7 +353,7 @@ int tb5_ep_tx_close(struct tb5_ep *ep)
 
 	tb5_os_assert_held(ep->link->lock);
 	tb5_ep_msg(ep, TB5_WIRE_CLOSE, &m);
-	m.u.close.status = -ECONNRESET;
+	m.u.close.status = tb5_wire_status_encode(TB5_WIRE_CLOSE, -ECONNRESET);
 	ret = tb5_send_header(ep->link, &m, TB5_EOF_LAST, 0);
 	if (!ret) {
 		ep->need_close = false;
@@ -424,7 +424,7 @@ void tb5_rx_reject(struct tb5_link *link, const struct tb5_wire_msg *m)
 		return;
 	}
 	tb5_ep_fail(ep, TB5_EP_ERROR,
-		    tb5_sanitize_status(m->u.reject.status, -ECONNREFUSED));
+		    tb5_rx_status(link, m->type, m->u.reject.status));
 	tb5_ep_try_release(ep);
 }
 
@@ -440,6 +440,7 @@ void tb5_rx_close(struct tb5_link *link, const struct tb5_wire_msg *m)
 		tb5_rx_drop(link, TB5_DROP_UNKNOWN_CONN);
 		return;
 	}
-	tb5_ep_fail(ep, TB5_EP_PEER_CLOSED, -ECONNRESET);
+	tb5_ep_fail(ep, TB5_EP_PEER_CLOSED,
+		    tb5_rx_status(link, m->type, m->u.close.status));
 	tb5_ep_try_release(ep);
 }

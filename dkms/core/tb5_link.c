@@ -27,6 +27,23 @@ int32_t tb5_sanitize_status(int32_t status, int32_t fallback)
 	return fallback;
 }
 
+/*
+ * The errno a received REJECT, CLOSE or ABORT fails its operation with: the
+ * one its status code stands for, or -EPROTO for a code its type does not
+ * carry, the frame then counted as malformed (it is still acted upon: the
+ * peer did refuse, close or abort, only its reason is unreadable).
+ */
+int32_t tb5_rx_status(struct tb5_link *link, uint8_t type, int32_t code)
+{
+	int32_t err = tb5_wire_status_decode(type, code);
+
+	tb5_os_assert_held(link->lock);
+	if (err)
+		return err;
+	tb5_rx_error(link, TB5_DROP_MALFORMED, "unknown status");
+	return -EPROTO;
+}
+
 /* A frame refused as out of protocol: rx_errors and its kind. */
 void tb5_rx_error(struct tb5_link *link, enum tb5_drop_kind kind,
 		  const char *what)
@@ -410,9 +427,9 @@ static int send_reply(struct tb5_link *link, const struct tb5_reply *r)
 	m.src = r->src;
 	if (r->type == TB5_WIRE_REJECT) {
 		m.u.reject.conn_cookie = r->cookie;
-		m.u.reject.status = r->status;
+		m.u.reject.status = tb5_wire_status_encode(r->type, r->status);
 	} else {
-		m.u.close.status = r->status;
+		m.u.close.status = tb5_wire_status_encode(r->type, r->status);
 	}
 	return tb5_send_header(link, &m, TB5_EOF_LAST, 0);
 }

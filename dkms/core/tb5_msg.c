@@ -295,7 +295,7 @@ static int tx_abort(struct tb5_ep *ep)
 	tb5_os_assert_held(ep->link->lock);
 	tb5_ep_msg(ep, TB5_WIRE_ABORT, &m);
 	m.u.abort.seq = a->seq;
-	m.u.abort.status = a->status;
+	m.u.abort.status = tb5_wire_status_encode(TB5_WIRE_ABORT, a->status);
 	ret = tb5_send_header(ep->link, &m, TB5_EOF_LAST, 0);
 	if (ret)
 		return ret;
@@ -544,7 +544,7 @@ void tb5_rx_abort(struct tb5_link *link, const struct tb5_wire_msg *m)
 			     "ABORT for no granted receive");
 		return;
 	}
-	complete_recv(ep, r, tb5_sanitize_status(m->u.abort.status, -EPROTO));
+	complete_recv(ep, r, tb5_rx_status(link, m->type, m->u.abort.status));
 }
 
 /* Fail the receive the current burst fills, and drop the rest of it. */

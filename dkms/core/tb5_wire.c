@@ -181,3 +181,41 @@ int tb5_wire_decode(const void *frame, uint32_t len, struct tb5_wire_msg *m)
 	}
 	return 0;
 }
+
+/* Every status code the wire carries, by type; a type's first is its generic one. */
+#define WIRE_STATUS_CODES 3
+static const struct {
+	uint8_t type;
+	int32_t err;
+	int32_t code;
+} wire_status[WIRE_STATUS_CODES] = {
+	{ TB5_WIRE_REJECT, -ECONNREFUSED, TB5_WIRE_ST_CONNREFUSED },
+	{ TB5_WIRE_CLOSE, -ECONNRESET, TB5_WIRE_ST_CONNRESET },
+	{ TB5_WIRE_ABORT, -EMSGSIZE, TB5_WIRE_ST_MSGSIZE },
+};
+
+int32_t tb5_wire_status_encode(uint8_t type, int32_t err)
+{
+	int32_t code = 0;
+	size_t i;
+
+	for (i = 0; i < WIRE_STATUS_CODES; i++) {
+		if (wire_status[i].type != type)
+			continue;
+		if (wire_status[i].err == err)
+			return wire_status[i].code;
+		if (!code)
+			code = wire_status[i].code;
+	}
+	return code;
+}
+
+int32_t tb5_wire_status_decode(uint8_t type, int32_t code)
+{
+	size_t i;
+
+	for (i = 0; i < WIRE_STATUS_CODES; i++)
+		if (wire_status[i].type == type && wire_status[i].code == code)
+			return wire_status[i].err;
+	return 0;
+}

@@ -30,6 +30,12 @@
  * but the last, the last marked TB5_EOF_LAST. Every other header frame is a
  * burst of one, marked TB5_EOF_LAST. Receivers accept longer headers than
  * they know (later minor additions) and refuse other versions.
+ *
+ * The status of REJECT, CLOSE and ABORT is a wire status code (TB5_WIRE_ST_*),
+ * not an errno: the sender encodes its errno (tb5_wire_status_encode()), the
+ * receiver decodes the code to an errno of its own choosing
+ * (tb5_wire_status_decode()), so a peer cannot pick the error a local
+ * operation fails with.
  */
 #ifndef TB5_WIRE_H
 #define TB5_WIRE_H
@@ -59,7 +65,18 @@ enum tb5_wire_type {
 	TB5_WIRE_TYPE_MAX = TB5_WIRE_ABORT,
 };
 
-/* A header, decoded into host byte order. */
+/*
+ * Wire status codes: each frame type carries exactly the codes listed for it,
+ * any other value is malformed. The values are those version 1 carried
+ * before the codes were defined (Linux's errno, negated), so the frames of
+ * an older peer decode the same and the wire version did not change; they are
+ * wire constants all the same, whatever the host's errno numbers are.
+ */
+#define TB5_WIRE_ST_MSGSIZE	(-90)	/* ABORT: the send was longer than the grant */
+#define TB5_WIRE_ST_CONNRESET	(-104)	/* CLOSE: the peer closed the connection */
+#define TB5_WIRE_ST_CONNREFUSED	(-111)	/* REJECT: no such listener, or it refused */
+
+/* A header, decoded into host byte order (status fields: wire codes). */
 struct tb5_wire_msg {
 	uint8_t type;
 	uint32_t dst;
@@ -111,6 +128,17 @@ uint32_t tb5_wire_len(uint8_t type);
 uint32_t tb5_wire_encode(const struct tb5_wire_msg *msg, uint8_t *buf);
 /* Decode and validate; 0, or -EPROTO for a frame this version refuses. */
 int tb5_wire_decode(const void *frame, uint32_t len, struct tb5_wire_msg *msg);
+/*
+ * The wire code a frame of @type (REJECT, CLOSE or ABORT) carries for the
+ * local errno @err; an errno the type has no code for goes out as the
+ * type's first code (its generic failure).
+ */
+int32_t tb5_wire_status_encode(uint8_t type, int32_t err);
+/*
+ * The local errno for wire code @code in a frame of @type; 0 when the type
+ * does not carry that code (the frame is malformed).
+ */
+int32_t tb5_wire_status_decode(uint8_t type, int32_t code);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,10 @@
 // ring overflow, sequence gap. Frames are fed to one end as a hostile peer
 // would send them, beside a connection that keeps working; a receive broken
 // by a missing frame fails with -EBADMSG (lost), one the peer overran with
-// -EPROTO (broke the protocol).
+// -EPROTO (broke the protocol). The status a peer's REJECT, CLOSE or ABORT
+// carries never becomes the victim's errno: a known wire code fails the
+// operation with its fixed errno, anything else with -EPROTO, the frame
+// counted as malformed.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -183,6 +186,110 @@ TEST_F(DropCounters, SequenceGap)
 	EXPECT_TRUE(tb5test::completed(h, c.server, TB5_COMPLETION_RECV, 51, -EBADMSG, 0, 9));
 	EXPECT_EQ(grew(TB5_DROP_SEQ_GAP), 3u);
 	h.run();
+}
+
+// A status on the wire, and what the victim must see for it.
+struct WireStatusCase {
+	int32_t code;
+	int err;		// the errno the operation fails with
+	uint64_t malformed;	// how much drops/malformed grows
+};
+
+// The cases for a frame type whose one code is @known, mapped to @err.
+std::vector<WireStatusCase> status_cases(int32_t known, int err)
+{
+	std::vector<WireStatusCase> v = {{known, err, 0}};
+
+	// Not a code; raw errnos a peer would like us to return (v1 carried
+	// -errno); the other types' codes; the extremes.
+	for (int32_t code : {0, 1, -EIO, -EPERM, -ENOMEM, -4095, -4096,
+			     TB5_WIRE_ST_MSGSIZE, TB5_WIRE_ST_CONNRESET,
+			     TB5_WIRE_ST_CONNREFUSED, 0x7fffffff,
+			     -0x7fffffff - 1})
+		if (code != known)
+			v.push_back({code, -EPROTO, 1});
+	return v;
+}
+
+TEST_F(DropCounters, AbortStatusIsMappedNotPassedOn)
+{
+	uint64_t id = 100, malformed = 0;
+	std::vector<uint8_t> in(4096);
+
+	for (const WireStatusCase &s : status_cases(TB5_WIRE_ST_MSGSIZE, -EMSGSIZE)) {
+		SCOPED_TRACE(testing::Message() << "ABORT status " << s.code);
+		ASSERT_EQ(h.post_recv(c.server, in.data(), in.size(), 8, ++id), 0);
+		h.run();
+		const struct tb5_recv *r = nullptr;
+		for (const struct tb5_recv &x : c.server->ep->recvs)
+			if (x.state == TB5_RECV_GRANTED && x.user_id == id)
+				r = &x;
+		ASSERT_NE(r, nullptr);
+		struct tb5_wire_msg m = to_server(TB5_WIRE_ABORT);
+		m.u.abort.seq = r->seq;
+		m.u.abort.status = s.code;
+		inject(m);
+		EXPECT_TRUE(tb5test::completed(h, c.server, TB5_COMPLETION_RECV, id,
+					       s.err, 0, 8));
+		malformed += s.malformed;
+		EXPECT_EQ(grew(TB5_DROP_MALFORMED), malformed);
+	}
+	EXPECT_EQ(grew(TB5_DROP_OUT_OF_WINDOW), 0u);
+	still_works(7);
+}
+
+TEST_F(DropCounters, RejectStatusIsMappedNotPassedOn)
+{
+	uint64_t malformed = 0;
+
+	for (const WireStatusCase &s : status_cases(TB5_WIRE_ST_CONNREFUSED,
+						    -ECONNREFUSED)) {
+		SCOPED_TRACE(testing::Message() << "REJECT status " << s.code);
+		// A connect from end 1 the peer refuses before its CONNECT
+		// even left: the REJECT alone decides how it fails.
+		const struct tb5_addr nowhere = {0x5eed, 0x1234};
+		tb5test::Ep *e = nullptr;
+		ASSERT_EQ(h.connect(1, nowhere, &e), 0);
+		struct tb5_wire_msg m = to_server(TB5_WIRE_REJECT);
+		m.dst = e->ep->id;
+		m.src = 0;
+		m.u.reject.conn_cookie = e->ep->conn_cookie;
+		m.u.reject.status = s.code;
+		inject(m);
+		EXPECT_EQ(h.count_events(e, TB5_EV_ERROR), 1);
+		EXPECT_EQ(h.event_status(e, TB5_EV_ERROR), s.err);
+		malformed += s.malformed;
+		EXPECT_EQ(grew(TB5_DROP_MALFORMED), malformed);
+		h.close(e);
+		h.run();
+	}
+	still_works(8);
+}
+
+TEST_F(DropCounters, CloseStatusIsMappedNotPassedOn)
+{
+	uint64_t malformed = 0;
+
+	for (const WireStatusCase &s : status_cases(TB5_WIRE_ST_CONNRESET,
+						    -ECONNRESET)) {
+		SCOPED_TRACE(testing::Message() << "CLOSE status " << s.code);
+		const TwoNode::Conn p = h.connect_pair(1);
+		ASSERT_TRUE(p.client && p.server);
+		h.run();
+		struct tb5_wire_msg m = to_server(TB5_WIRE_CLOSE);
+		m.dst = p.server->ep->id;
+		m.src = p.client->ep->id;
+		m.u.close.status = s.code;
+		inject(m);
+		EXPECT_EQ(h.count_events(p.server, TB5_EV_PEER_CLOSED), 1);
+		EXPECT_EQ(h.event_status(p.server, TB5_EV_PEER_CLOSED), s.err);
+		malformed += s.malformed;
+		EXPECT_EQ(grew(TB5_DROP_MALFORMED), malformed);
+		h.close(p.server);
+		h.close(p.client);
+		h.run();
+	}
+	still_works(9);
 }
 
 TEST_F(DropCounters, RefusedByTheBackend)

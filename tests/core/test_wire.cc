@@ -3,7 +3,8 @@
 // test_wire.cc - the frame header format: every type encodes to the layout
 // tb5_wire.h documents (checked byte by byte against that table, not against
 // the decoder), decodes back to the same fields, and the decoder refuses what
-// version 1 must refuse without reading past the frame.
+// version 1 must refuse without reading past the frame. The status codes of
+// REJECT, CLOSE and ABORT map to a fixed set of errnos, and nothing else does.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -105,10 +106,10 @@ tb5_wire_msg sample(uint8_t type)
 		break;
 	case TB5_WIRE_REJECT:
 		m.u.reject.conn_cookie = next();
-		m.u.reject.status = -ECONNREFUSED;
+		m.u.reject.status = TB5_WIRE_ST_CONNREFUSED;
 		break;
 	case TB5_WIRE_CLOSE:
-		m.u.close.status = -ECONNRESET;
+		m.u.close.status = TB5_WIRE_ST_CONNRESET;
 		break;
 	case TB5_WIRE_CTS:
 		m.u.cts.seq = 0xfedcba98u;
@@ -124,7 +125,7 @@ tb5_wire_msg sample(uint8_t type)
 		break;
 	case TB5_WIRE_ABORT:
 		m.u.abort.seq = 0xfedcba96u;
-		m.u.abort.status = -EMSGSIZE;
+		m.u.abort.status = TB5_WIRE_ST_MSGSIZE;
 		break;
 	}
 	return m;
@@ -375,6 +376,95 @@ TEST(Wire, DecodesHandWrittenFrame)
 	EXPECT_EQ(d.u.cts.seq, 42u);
 	EXPECT_EQ(d.u.cts.tag, 0xdeadbeefu);
 	EXPECT_EQ(d.u.cts.len, 0x140000000ull);
+}
+
+// Every status code the wire carries, as tb5_wire.h lists it.
+struct StatusCode {
+	uint8_t type;
+	int32_t code;
+	int err;
+};
+
+constexpr StatusCode kStatusCodes[] = {
+	{TB5_WIRE_REJECT, TB5_WIRE_ST_CONNREFUSED, -ECONNREFUSED},
+	{TB5_WIRE_CLOSE, TB5_WIRE_ST_CONNRESET, -ECONNRESET},
+	{TB5_WIRE_ABORT, TB5_WIRE_ST_MSGSIZE, -EMSGSIZE},
+};
+
+constexpr uint8_t kStatusTypes[] = {TB5_WIRE_REJECT, TB5_WIRE_CLOSE,
+				    TB5_WIRE_ABORT};
+
+TEST(WireStatus, EachCodeMapsToItsErrnoBothWays)
+{
+	for (const StatusCode &s : kStatusCodes) {
+		EXPECT_EQ(tb5_wire_status_encode(s.type, s.err), s.code)
+			<< "type " << int(s.type);
+		EXPECT_EQ(tb5_wire_status_decode(s.type, s.code), s.err)
+			<< "type " << int(s.type);
+	}
+}
+
+TEST(WireStatus, CodesAreWhatVersion1Sent)
+{
+	// Before the codes were defined, version 1 put Linux's negative errno
+	// on the wire; the codes keep those bytes, so old and new peers agree.
+	const std::vector<uint8_t> bytes[] = {
+		{0x91, 0xff, 0xff, 0xff},	// REJECT: -111, -ECONNREFUSED
+		{0x98, 0xff, 0xff, 0xff},	// CLOSE: -104, -ECONNRESET
+		{0xa6, 0xff, 0xff, 0xff},	// ABORT: -90, -EMSGSIZE
+	};
+	const uint32_t at[] = {24, 16, 20};
+
+	for (size_t i = 0; i < 3; i++) {
+		const StatusCode &s = kStatusCodes[i];
+		tb5_wire_msg m = sample(s.type);
+		int32_t *status = s.type == TB5_WIRE_REJECT ? &m.u.reject.status
+				  : s.type == TB5_WIRE_CLOSE ? &m.u.close.status
+							     : &m.u.abort.status;
+
+		*status = tb5_wire_status_encode(s.type, s.err);
+		const std::vector<uint8_t> f = encode(m);
+		ASSERT_GE(f.size(), at[i] + 4);
+		EXPECT_EQ(std::vector<uint8_t>(f.begin() + at[i], f.begin() + at[i] + 4),
+			  bytes[i]) << "type " << int(m.type);
+	}
+}
+
+TEST(WireStatus, UnknownCodesDecodeToNothing)
+{
+	// Not a code at all, a raw errno the peer would like us to return, or
+	// another type's code: the frame is malformed (0), never an errno.
+	const int32_t unknown[] = {0,	  1,	-1, -EIO, -EPERM, -EFAULT,
+				   -ENOMEM, -4095, -4096, 0x7fffffff,
+				   -0x7fffffff - 1};
+
+	for (uint8_t type : kStatusTypes) {
+		for (int32_t code : unknown)
+			EXPECT_EQ(tb5_wire_status_decode(type, code), 0)
+				<< "type " << int(type) << " code " << code;
+		for (const StatusCode &s : kStatusCodes) {
+			if (s.type != type) {
+				EXPECT_EQ(tb5_wire_status_decode(type, s.code), 0)
+					<< "type " << int(type) << " code " << s.code;
+			}
+		}
+	}
+	// Types without a status carry no code.
+	for (uint8_t type : kTypes) {
+		if (type == TB5_WIRE_REJECT || type == TB5_WIRE_CLOSE ||
+		    type == TB5_WIRE_ABORT)
+			continue;
+		for (const StatusCode &s : kStatusCodes)
+			EXPECT_EQ(tb5_wire_status_decode(type, s.code), 0);
+	}
+}
+
+TEST(WireStatus, AnErrnoWithoutCodeGoesOutAsTheTypesGenericCode)
+{
+	for (const StatusCode &s : kStatusCodes)
+		for (int err : {-EIO, -EPERM, 0, -ECANCELED})
+			EXPECT_EQ(tb5_wire_status_encode(s.type, err), s.code)
+				<< "type " << int(s.type) << " errno " << err;
 }
 
 } // namespace

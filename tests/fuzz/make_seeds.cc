@@ -146,11 +146,11 @@ void PeerData(Writer &w, uint32_t chunk, uint8_t extra = 0,
 	w.header(h);
 }
 
-void PeerClose(Writer &w)
+void PeerClose(Writer &w, int32_t status = TB5_WIRE_ST_CONNRESET)
 {
 	HeaderAction h = Hdr(TB5_WIRE_CLOSE, kDeriveDst | kDeriveSrc);
 
-	h.d = static_cast<uint32_t>(-ECONNRESET);
+	h.d = static_cast<uint32_t>(status);
 	w.header(h);
 }
 
@@ -180,6 +180,47 @@ void Connected(Writer &w)
 	Connect(w);
 	TxDoneAll(w);
 	PeerAccept(w);
+}
+
+// A status no frame type carries (a raw errno the peer would like to hand
+// over): the frame counts as malformed and its operation fails -EPROTO.
+constexpr int32_t kBadStatus = -EIO;
+
+// The peer aborts the receive it was granted, with @status.
+void RecvAbort(Writer &w, int32_t status)
+{
+	Accepted(w);
+	PostRecv(w, kSecond, 5000);
+	TxDoneAll(w);
+	HeaderAction h = Hdr(TB5_WIRE_ABORT,
+			     kDeriveDst | kDeriveSrc | kDeriveSeq);
+	h.e = static_cast<uint32_t>(status);
+	w.header(h);
+	w.act(kQuery);
+}
+
+// The peer closes a connection with a receive and a send posted.
+void PeerCloseBusy(Writer &w, int32_t status)
+{
+	Accepted(w);
+	PostRecv(w, kSecond, 5000);
+	PostSend(w, kSecond, 5000);
+	TxDoneAll(w);
+	PeerClose(w, status);
+	TxDoneAll(w);
+	w.act(kQuery);
+}
+
+// The peer refuses our connect, with @status.
+void Reject(Writer &w, int32_t status)
+{
+	Hello(w);
+	Connect(w);
+	TxDoneAll(w);
+	HeaderAction h = Hdr(TB5_WIRE_REJECT, kDeriveDst | kDeriveKeys);
+	h.d = static_cast<uint32_t>(status);
+	w.header(h);
+	w.act(kQuery);
 }
 
 struct Seed {
@@ -306,23 +347,16 @@ const std::vector<Seed> &Seeds()
 		w.act(kQuery);
 	}},
 	{"recv-abort", kDefault, [](Writer &w) {
-		Accepted(w);
-		PostRecv(w, kSecond, 5000);
-		TxDoneAll(w);
-		HeaderAction h = Hdr(TB5_WIRE_ABORT,
-				     kDeriveDst | kDeriveSrc | kDeriveSeq);
-		h.e = static_cast<uint32_t>(-EMSGSIZE);
-		w.header(h);
-		w.act(kQuery);
+		RecvAbort(w, TB5_WIRE_ST_MSGSIZE);
+	}},
+	{"recv-abort-bad-status", kDefault, [](Writer &w) {
+		RecvAbort(w, kBadStatus);
 	}},
 	{"peer-close", kDefault, [](Writer &w) {
-		Accepted(w);
-		PostRecv(w, kSecond, 5000);
-		PostSend(w, kSecond, 5000);
-		TxDoneAll(w);
-		PeerClose(w);
-		TxDoneAll(w);
-		w.act(kQuery);
+		PeerCloseBusy(w, TB5_WIRE_ST_CONNRESET);
+	}},
+	{"peer-close-bad-status", kDefault, [](Writer &w) {
+		PeerCloseBusy(w, kBadStatus);
 	}},
 	{"close-in-flight", kDefault, [](Writer &w) {
 		Connected(w);
@@ -347,13 +381,10 @@ const std::vector<Seed> &Seeds()
 		w.act(kQuery);
 	}},
 	{"reject", kDefault, [](Writer &w) {
-		Hello(w);
-		Connect(w);
-		TxDoneAll(w);
-		HeaderAction h = Hdr(TB5_WIRE_REJECT, kDeriveDst | kDeriveKeys);
-		h.d = static_cast<uint32_t>(-ECONNREFUSED);
-		w.header(h);
-		w.act(kQuery);
+		Reject(w, TB5_WIRE_ST_CONNREFUSED);
+	}},
+	{"reject-bad-status", kDefault, [](Writer &w) {
+		Reject(w, kBadStatus);
 	}},
 	{"connect-bad-cookie", kDefault, [](Writer &w) {
 		Hello(w);
