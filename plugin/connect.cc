@@ -136,8 +136,8 @@ ncclResult_t start_connect(int dev, Handle *h, Comm **c)
 	}
 	const std::string dev_name = device_link_name(dev);
 	if (dev_name.empty()) {
-		TB5_WARN("connect: no device %d", dev);
-		return ncclInvalidArgument;
+		std::lock_guard lk(g.mu);
+		return no_device_locked("connect", dev);
 	}
 	char peer_link[TB5_NAME_MAX + 1] = {};
 	std::memcpy(peer_link, h->link, TB5_NAME_MAX);
@@ -167,12 +167,10 @@ ncclResult_t start_connect(int dev, Handle *h, Comm **c)
 		}
 		// No relaying through a third host: the missing cable is named,
 		// both ends, and the job stops here.
-		TB5_WARN("connect: no cable reaches host %#llx from this host %#llx "
-			 "(the listener on its link %s): this host's links are %s. "
-			 "tb5 does not route through other hosts: cable the two "
-			 "hosts together, or check `tb5-selftest` on both",
-			 (unsigned long long)h->host, (unsigned long long)local_host(),
-			 peer_link, describe_links().c_str());
+		TB5_WARN("connect: %s. tb5 does not route through other hosts (the "
+			 "listener is on its link %s; `tb5-selftest` on both hosts "
+			 "shows their cables)",
+			 no_cable(local_host(), {h->host}).c_str(), peer_link);
 		return ncclSystemError;
 	}
 	{
@@ -213,10 +211,8 @@ ncclResult_t listen(int dev, void *handle, void **listen_comm)
 		return ncclInvalidArgument;
 	*listen_comm = nullptr;
 	std::lock_guard lk(g.mu);
-	if (dev < 0 || dev >= (int)g.devs.size()) {
-		TB5_WARN("listen: no device %d (there are %zu)", dev, g.devs.size());
-		return ncclInvalidArgument;
-	}
+	if (dev < 0 || dev >= (int)g.devs.size())
+		return no_device_locked("listen", dev);
 	auto ls = std::make_unique<Listener>();
 	ls->host = g.links[g.devs[dev].links[0]].local_host;
 	const std::string first = g.links[g.devs[dev].links[0]].name;

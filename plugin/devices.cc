@@ -117,6 +117,12 @@ void Global::close_links()
 	open.clear();	// tb5_close() each
 }
 
+Global::~Global()
+{
+	close_links();
+	unpublish_host();
+}
+
 void release_locked(Device *d)
 {
 	retry_deferred_locked(d);
@@ -230,6 +236,7 @@ void list_locked()
 		g.links.push_back(links[i]);
 		g.devs.push_back(std::move(nd));
 	}
+	publish_host_locked();
 	std::string names;
 	for (auto &d : g.devs)
 		names += (names.empty() ? "" : " ") + d.name;
@@ -279,6 +286,43 @@ uint64_t local_host()
 	return 0;
 }
 
+std::string no_cable(uint64_t self, const std::vector<uint64_t> &peers)
+{
+	char buf[64];
+	snprintf(buf, sizeof(buf), "host %#llx has no cable to ", (unsigned long long)self);
+	std::string s = buf;
+	for (size_t i = 0; i < peers.size(); i++) {
+		snprintf(buf, sizeof(buf), "%shost %#llx",
+			 i == 0 ? "" : i + 1 == peers.size() ? " or " : ", ",
+			 (unsigned long long)peers[i]);
+		s += buf;
+	}
+	return s + " (this host's links: " + describe_links() +
+	       "); cable the pair or leave one of them out of the job";
+}
+
+ncclResult_t no_device_locked(const char *call, int dev)
+{
+	// Where ranks of other tb5 hosts share this machine (simulated
+	// hosts), NCCL numbers devices over all of them (hosts.cc): a device
+	// this host lacks is a cable it lacks.
+	std::string unknown;
+	std::vector<uint64_t> missing = dev >= 0 ? hosts_without_cable(&unknown) :
+						   std::vector<uint64_t>();
+	if (missing.empty()) {
+		TB5_WARN("%s: no device %d (there are %zu)", call, dev, g.devs.size());
+		return ncclInvalidArgument;
+	}
+	TB5_WARN("%s: no device %d (there are %zu): %s. NCCL asked for a device that a "
+		 "rank of another tb5 host on this machine lists (ranks that share a "
+		 "machine share NCCL's topology), and that host has a cable this one "
+		 "lacks%s%s%s", call, dev, g.devs.size(),
+		 no_cable(local_host(), missing).c_str(),
+		 unknown.empty() ? "" : " (not up yet here, so not ruled out: ",
+		 unknown.c_str(), unknown.empty() ? "" : ")");
+	return ncclInvalidArgument;
+}
+
 // ---- the calls -------------------------------------------------------------------
 
 ncclResult_t init(void **ctx, ncclDebugLogger_t logger)
@@ -312,6 +356,7 @@ ncclResult_t finalize(void *ctx)
 		TB5_INFO(NCCL_NET, "finalize with %zu link%s still in use", g.open.size(),
 			 g.open.size() == 1 ? "" : "s");
 	g.close_links();
+	unpublish_host();
 	g.connecting.clear();
 	g.waits.clear();
 	g.listed = false;
@@ -335,10 +380,8 @@ ncclResult_t get_properties(int dev, ncclNetProperties_v12_t *p)
 	if (!p)
 		return ncclInvalidArgument;
 	std::lock_guard lk(g.mu);
-	if (dev < 0 || dev >= (int)g.devs.size()) {
-		TB5_WARN("getProperties: no device %d (there are %zu)", dev, g.devs.size());
-		return ncclInvalidArgument;
-	}
+	if (dev < 0 || dev >= (int)g.devs.size())
+		return no_device_locked("getProperties", dev);
 	const NetDev &nd = g.devs[dev];
 	const tb5_link_info &l = g.links[nd.links[0]];
 	std::memset(p, 0, sizeof(*p));

@@ -129,7 +129,7 @@ struct Global {
 
 	// A plugin unloaded without finalize() (v7..v10, or a crashed job's
 	// teardown): give the links back.
-	~Global() { close_links(); }
+	~Global();
 };
 
 extern Global g;
@@ -153,6 +153,24 @@ std::string device_link_name(int dev);
 std::string describe_links();
 // This host's id (the first link's local end), 0 when it has no links.
 uint64_t local_host();
+// "host <self> has no cable to host <peers...> (this host's links: ...);
+// cable the pair or leave one of them out of the job".
+std::string no_cable(uint64_t self, const std::vector<uint64_t> &peers);
+// NCCL named device @dev, which this host does not have: logged for
+// @call, with the hosts of this machine's other ranks that this one has
+// no cable to when that explains it. g.mu held.
+ncclResult_t no_device_locked(const char *call, int dev);
+
+// ---- hosts.cc: this machine's tb5 hosts and their cables ----------------------
+
+// Tell the other processes on this machine (<live dir>/tb5hosts.<pid>)
+// this host's id and its cables' peers, from the listing. g.mu held.
+void publish_host_locked();
+void unpublish_host();
+// The hosts of the other processes on this machine that this host has no
+// cable to, as far as is known now, in order; *@unknown: this host's links
+// that are not up yet (their peers unknown, so not ruled out).
+std::vector<uint64_t> hosts_without_cable(std::string *unknown);
 
 // ---- data_path.cc: comms and their requests -----------------------------------
 

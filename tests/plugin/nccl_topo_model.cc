@@ -210,4 +210,25 @@ int NcclChannelNet(const NcclTopo &topo, int channel)
 	return topo.nets[(size_t)channel % topo.nets.size()];
 }
 
+std::vector<int> NcclMachineNets(const std::vector<NcclTopo> &ranks)
+{
+	// ncclTopoGetSystem (topo.cc:1478-1515): the ranks with this host
+	// hash all-gather their XML (bootstrapIntraNodeAllGather) and each
+	// fuses them all, rank after rank (ncclTopoFuseXml, xml.cc:291-318).
+	// xmlFindNode (xml.h:195-216) merges two nodes only when every
+	// attribute matches; the nets of different ranks differ in guid, so
+	// every rank's nets stay, each with the "dev" its own plugin gave it
+	// (topo.cc:1336, ncclTopoPopulateNics), which ncclTopoAddNet makes
+	// the NET's device number (topo.cc:356-361). A channel on such a NET
+	// has ncclTopoGetNetDev (search.cc:1252-1266) hand that number to
+	// this rank's sendSetup/recvSetup (transport/net.cc:300, 343), and
+	// the proxy asks this rank's plugin for it: getProperties(netDev) in
+	// sendProxySetup and recvProxySetup (transport/net.cc:727, 766), then
+	// listen(netDev) (net.cc:781) and later connect(netDev).
+	std::vector<int> out;
+	for (const NcclTopo &t : ranks)
+		out.insert(out.end(), t.nets.begin(), t.nets.end());
+	return out;
+}
+
 } // namespace tb5plugintest

@@ -8,7 +8,8 @@
 // of NCCL's src/graph/ that decide it (each step cites its source), so that
 // a test without GPUs replays the calls NCCL makes and fails where NCCL
 // would (issue 25: "Could not find NET with id 0" with 3 or 4 hosts).
-#pragma once
+#ifndef TB5_PLUGIN_NCCL_TOPO_MODEL_HPP
+#define TB5_PLUGIN_NCCL_TOPO_MODEL_HPP
 
 #include <string>
 #include <vector>
@@ -37,4 +38,13 @@ NcclTopo ModelNcclTopo(Api &api, int level);
 // (search.cc: channels take the host's nets in turn).
 int NcclChannelNet(const NcclTopo &topo, int channel);
 
+// The NET devices in the topology of every rank of one machine (one host
+// hash) whose ranks' own topologies are @ranks, rank after rank: NCCL
+// fuses the ranks' XML and keeps each net's "dev", the index its own
+// rank's plugin gave it, so a rank is handed devices of the others'
+// numbering (see nccl_topo_model.cc).
+std::vector<int> NcclMachineNets(const std::vector<NcclTopo> &ranks);
+
 } // namespace tb5plugintest
+
+#endif // TB5_PLUGIN_NCCL_TOPO_MODEL_HPP

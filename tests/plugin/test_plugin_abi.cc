@@ -748,7 +748,7 @@ TEST_P(PluginVersion, ConnectWithoutACableNamesIt)
 	EXPECT_EQ(sc, nullptr);
 	bool named = false;
 	for (auto &l : LogLines())
-		named |= l.find("no cable reaches host 0x7e57de4d0000beef") != std::string::npos;
+		named |= l.find("has no cable to host 0x7e57de4d0000beef") != std::string::npos;
 	EXPECT_TRUE(named) << "the error names the host no cable reaches";
 	EXPECT_EQ(api->CloseListen(lc), ncclSuccess);
 	unsetenv("TB5_NCCL_CONNECT_TIMEOUT_MS");
@@ -1081,7 +1081,12 @@ int MeshRank(int version, int rank, int n, const std::vector<Channel *> &ch,
 		// timeout (20 s), which is for links still coming up.
 		if (Clock::now() - t1 > std::chrono::seconds(10))
 			return 32;
-		if (!logged("no cable reaches host " + host_of(missing) + " from this host"))
+		uint64_t self = 0;
+		std::memcpy(&self, mine[missing].data() + 8, sizeof(self));	// ours
+		char me[32];
+		snprintf(me, sizeof(me), "%#llx", (unsigned long long)self);
+		if (!logged("connect: host " + std::string(me) + " has no cable to host " +
+			    host_of(missing) + " (this host's links: "))
 			return 31;
 	}
 	bool all = false;
@@ -1589,6 +1594,151 @@ TEST_P(PluginNccl, TwoCablesToEachPeerBothCarry)
 {
 	Run(2, ",cables=2", "", 4, 2);
 	Run(3, ",cables=2", "", 4, 2);
+}
+
+// One rank of a job of @n ranks on one machine, each rank a simulated host
+// of its own (as tests/gpu runs them), replaying what NCCL 2.28.3 asks of
+// the plugin once it has fused the ranks' topologies (NcclMachineNets):
+// for every NET of the machine, one channel, the proxy's set-up of a send
+// (getProperties) and of a receive (getProperties, listen) on that NET's
+// device number. @cut_a and @cut_b are the slots with no cable between
+// them: they list a device fewer than the others, and must fail at the
+// first device they lack, within seconds, with an error NCCL stops on and
+// a WARN that names their own host and the other's; every other rank must
+// pass every call. The ranks publish their hosts in one directory (one
+// machine), all-gather their device counts and host ids as NCCL's
+// intra-node all-gather would, and meet once more before finalize.
+// Returns 0, or the step that failed (its reason on stderr).
+int MachineRank(int version, int rank, int n, const std::vector<Channel *> &ch, int cut_a,
+		int cut_b, double timeout_s)
+{
+	const std::string own_dir = std::getenv("TB5_LIVE_DIR");
+	setenv("TB5_LIVE_DIR", own_dir.substr(0, own_dir.rfind('/')).c_str(), 1);
+	ClearLog();
+	std::string why;
+	auto l = Library::Open(PluginPath(), &why);
+	if (!l)
+		return 10;
+	auto x = l->Get(version);
+	void *c = nullptr;
+	if (!x || x->Init(&c))
+		return 11;
+	NcclTopo topo = ModelNcclTopo(*x, NcclMergeLevel(""));
+	if (!topo.ok || topo.nets.empty())
+		return 40;
+	// This host's id, from a handle of its own device 0.
+	std::array<char, NCCL_NET_HANDLE_MAXSIZE> h0{};
+	void *lc0 = nullptr;
+	if (x->Listen(c, 0, h0.data(), &lc0) || x->CloseListen(lc0))
+		return 13;
+	uint64_t self = 0;
+	std::memcpy(&self, h0.data() + 8, sizeof(self));
+	std::vector<NcclTopo> all(n);
+	std::vector<uint64_t> host(n);
+	all[rank] = topo;
+	host[rank] = self;
+	const int mine = (int)topo.nets.size();
+	for (int p = 0; p < n; p++)
+		if (p != rank && (!ch[p]->Send(&mine, sizeof(mine)) ||
+				  !ch[p]->Send(&self, sizeof(self))))
+			return 14;
+	for (int p = 0; p < n; p++) {
+		if (p == rank)
+			continue;
+		int count = 0;
+		if (!ch[p]->Recv(&count, sizeof(count), timeout_s) ||
+		    !ch[p]->Recv(&host[p], sizeof(host[p]), timeout_s) || count < 1 || count > 64)
+			return 14;
+		for (int d = 0; d < count; d++)
+			all[p].nets.push_back(d);
+	}
+	const std::vector<int> nets = NcclMachineNets(all);
+	const int other = rank == cut_a ? cut_b : rank == cut_b ? cut_a : -1;
+	auto t0 = Clock::now();
+	ncclResult_t failed = ncclSuccess;
+	int failed_dev = -1;
+	std::vector<void *> lcs;
+	for (int dev : nets) {
+		Props p;
+		std::array<char, NCCL_NET_HANDLE_MAXSIZE> h{};
+		void *lc = nullptr;
+		// sendProxySetup, then recvProxySetup.
+		ncclResult_t r = x->GetProps(dev, &p);
+		if (r == ncclSuccess)
+			r = x->GetProps(dev, &p);
+		if (r == ncclSuccess)
+			r = x->Listen(c, dev, h.data(), &lc);
+		if (r != ncclSuccess) {
+			failed = r;
+			failed_dev = dev;
+			break;
+		}
+		lcs.push_back(lc);
+	}
+	const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+	int ret = 0;
+	if (other < 0) {
+		if (failed != ncclSuccess) {
+			fprintf(stderr, "rank %d: device %d failed (%d) on a fully cabled host%s\n",
+				rank, failed_dev, (int)failed, LastLog().c_str());
+			ret = 50;
+		}
+	} else {
+		// "host <self> has no cable to host <other> (this host's links:",
+		// where a link not up yet may add candidates, said so.
+		char want[160], them[32];
+		snprintf(want, sizeof(want), "getProperties: no device %d (there are %d): host %#llx "
+			 "has no cable to ", mine, mine, (unsigned long long)self);
+		snprintf(them, sizeof(them), "host %#llx", (unsigned long long)host[other]);
+		bool named = false;
+		for (auto &line : LogLines()) {
+			size_t at = line.find(want), links = line.find(" (this host's links: ");
+			if (at == std::string::npos || links == std::string::npos)
+				continue;
+			std::string to = line.substr(at + strlen(want), links - at - strlen(want));
+			named |= to == them || (to.find(them) != std::string::npos &&
+						line.find("(not up yet here, so not ruled out: ") !=
+							std::string::npos);
+		}
+		if (failed == ncclSuccess || failed_dev != mine) {
+			fprintf(stderr, "rank %d: expected a failure at device %d, got %d at %d\n",
+				rank, mine, (int)failed, failed_dev);
+			ret = 51;
+		} else if (took > 5) {
+			fprintf(stderr, "rank %d: the failure took %.1f s\n", rank, took);
+			ret = 52;
+		} else if (!named) {
+			fprintf(stderr, "rank %d: no WARN '%s...'%s\n", rank, want, LastLog().c_str());
+			ret = 53;
+		}
+	}
+	// Everyone is done before anyone finalizes (and takes its host out of
+	// the directory).
+	char byte = 1;
+	for (int p = 0; p < n; p++)
+		if (p != rank && !ch[p]->Send(&byte, 1))
+			return 26;
+	for (int p = 0; p < n; p++)
+		if (p != rank && !ch[p]->Recv(&byte, 1, timeout_s))
+			return 27;
+	for (void *lc : lcs)
+		if (x->CloseListen(lc))
+			return 28;
+	if (x->Finalize(c))
+		return 29;
+	return ret;
+}
+
+// Issue 34: four simulated hosts on one machine with the cable between
+// slots 0 and 3 missing, as an operator ran NCCL over them and saw
+// "getProperties: no device 2 (there are 2)" and nothing else.
+TEST_P(PluginNccl, FourHostsOnOneMachineCableMissingNamesBoth)
+{
+	if (RemoteRole() || KernelBackend())
+		GTEST_SKIP() << "simulator hosts in this process's children";
+	RunRanks(4, "hosts=4,loop=0,uncabled=0-3", [&](int r, const std::vector<Channel *> &ch) {
+		return MachineRank(GetParam(), r, 4, ch, 0, 3, 30);
+	});
 }
 
 // One rank on each of two hosts of the emulated fabric, over the kernel's
