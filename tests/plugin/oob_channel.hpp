@@ -4,7 +4,8 @@
 // (or on different hosts) tell each other what NCCL's bootstrap would carry:
 // handles, device counts, "done". Pipes between a parent and its child, or
 // a serial line between two VMs.
-#pragma once
+#ifndef TB5_PLUGIN_OOB_CHANNEL_HPP
+#define TB5_PLUGIN_OOB_CHANNEL_HPP
 
 #include <cstddef>
 #include <deque>
@@ -79,3 +80,5 @@ private:
 };
 
 } // namespace tb5plugintest
+
+#endif // TB5_PLUGIN_OOB_CHANNEL_HPP

@@ -4,7 +4,8 @@
 // dlopen()s the built libnccl-net-tb5.so and calls ncclNetPlugin_v<N>
 // with that version's own argument types, as NCCL of that generation
 // would. Every version is driven through the same small interface.
-#pragma once
+#ifndef TB5_PLUGIN_PLUGIN_API_HPP
+#define TB5_PLUGIN_PLUGIN_API_HPP
 
 #include <cstddef>
 #include <cstdint>
@@ -88,3 +89,5 @@ std::vector<std::string> LogLines();
 void ClearLog();
 
 } // namespace tb5plugintest
+
+#endif // TB5_PLUGIN_PLUGIN_API_HPP
