@@ -20,6 +20,8 @@ Environment detect_environment();
 
 // module, abi, params, node:<n>, perms:<n>   (checks_kernel.cc)
 void run_kernel_checks(const Environment &env, const Options &opt, Report &report);
+// secureboot                                 (checks_secureboot.cc)
+void run_secureboot_check(const Environment &env, Report &report);
 // link:<name>, roundtrip:<name>              (checks_links.cc)
 void run_link_checks(const Environment &env, const Options &opt, Report &report);
 // plugin                                     (checks_plugin.cc)

@@ -33,6 +33,11 @@ const char kChecks[] = R"(Checks, in order (a name is <check> or <check>:<subjec
   perms:<n>         /dev/tb5_<n> is never world-accessible (FAIL), and is
                     group tb5 mode 0660; SKIP when there is no group tb5 (the
                     udev rules of tb5-dkms are not installed).
+  secureboot        with UEFI Secure Boot on: tb5.ko is signed (signer,
+                    serial, its bytes checked against the signature) by a key
+                    the kernel trusts (MokListRT); FAIL names DKMS's key file
+                    and the mokutil --import command and reboot that enroll
+                    it. SKIP when Secure Boot is off.
   link:<name>       each link's state and peer: ready PASSes (peer host id,
                     ring, speed); up or down SKIPs with the likely cause.
   roundtrip:<a><-><b>  a loop pair (both ends on this host), tested once:
@@ -100,6 +105,7 @@ int main(int argc, char **argv)
 	report.header();
 	const tb5selftest::Environment env = tb5selftest::detect_environment();
 	tb5selftest::run_kernel_checks(env, opt, report);
+	tb5selftest::run_secureboot_check(env, report);
 	tb5selftest::run_link_checks(env, opt, report);
 	tb5selftest::run_plugin_check(opt, report);
 	tb5selftest::run_counters_check(report);
