@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: MIT
 //
-// errors.cc - library error messages and the stop flag.
+// errors.cc - the stop flag.
 #include "errors.hpp"
 
 #include <signal.h>
 
 #include <atomic>
-
-#include "tb5/tb5.h"
 
 namespace tb5perf {
 namespace {
@@ -21,21 +19,6 @@ void on_stop_signal(int)
 }
 
 } // namespace
-
-std::string api_message(const std::string &what, int err)
-{
-	const char *detail = tb5_last_error();
-	std::string msg = what + ": " + tb5_strerror(err);
-
-	if (detail && *detail)
-		msg += std::string(" (") + detail + ")";
-	return msg;
-}
-
-void throw_api(const std::string &what, int err)
-{
-	throw Error(api_message(what, err));
-}
 
 bool stop_requested()
 {
