@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // checks.hpp - the groups of checks, in the order tb5-selftest runs them.
-#pragma once
+#ifndef TB5_SELFTEST_CHECKS_HPP
+#define TB5_SELFTEST_CHECKS_HPP
 
 #include "options.hpp"
 #include "report.hpp"
@@ -29,7 +30,10 @@ void run_plugin_check(const Options &opt, Report &report);
 // counters                                   (checks_counters.cc)
 void run_counters_check(Report &report);
 
-// --respond                                  (respond.cc)
+// --respond                                  (respond.cc): 0, or 1 when a
+// connection failed; throws tb5::tools::Error when there is nothing to serve.
 int run_responder(const Options &opt);
 
 } // namespace tb5selftest
+
+#endif // TB5_SELFTEST_CHECKS_HPP

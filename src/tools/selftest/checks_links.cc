@@ -6,6 +6,7 @@
 // cabled or simulated peer must run `tb5-selftest --respond`.
 #include "checks.hpp"
 #include "echo.hpp"
+#include "errors.hpp"
 #include "links.hpp"
 
 #include "tb5/tb5.h"
@@ -99,42 +100,46 @@ nlohmann::ordered_json link_json(const tb5_link_info &l)
 	return j;
 }
 
+// Why a link that is not ready is not: what to look at.
+std::string not_ready_reason(const tb5_link_info &l)
+{
+	const bool sim = l.backend == TB5_BACKEND_SIM;
+
+	if (l.state == TB5_LINK_STATE_UP)
+		return sim ? "the peer has not answered (no process in its host slot?)"
+			   : "peer has not answered (is tb5 loaded on the peer?)";
+	if (sim)
+		return "no process in the peer's host slot of the simulated fabric";
+	if (l.caps & TB5_CAP_LOOP)
+		return std::string("loop pair unplugged: echo 1 > /sys/class/tb5/") + l.name + "/plugged";
+	return "no cable or peer down";
+}
+
+// The state's name is libtb5's (tb5_link_state_str()); the words after it
+// are this check's.
 Result check_link(const std::vector<tb5_link_info> &links, const tb5_link_info &l)
 {
 	const std::string name = std::string("link:") + l.name;
-	const bool sim = l.backend == TB5_BACKEND_SIM;
+	const std::string state = tb5_link_state_str(l.state);
 	Result r;
 
-	switch (l.state) {
-	case TB5_LINK_STATE_READY: {
+	if (l.state == TB5_LINK_STATE_READY) {
 		const tb5_link_info *local = local_peer(links, l);
-		std::string what = "ready, peer host " + hex(l.peer_host);
+		std::string what = state + ", peer host " + hex(l.peer_host);
 		if (local)
 			what += std::string(" (loop pair with ") + local->name + ")";
 		else
-			what += sim ? " (a simulated host)" : " (over the cable)";
+			what += l.backend == TB5_BACKEND_SIM ? " (a simulated host)" : " (over the cable)";
 		what += format(", ring %u x %u B frames, ", l.ring_size, l.max_frame);
 		what += l.speed_mbps ? format("%u Mbps", l.speed_mbps) : std::string("speed not limited");
 		r = pass(name, what);
-		break;
-	}
-	case TB5_LINK_STATE_UP:
-		r = skip(name, "up, host " + hex(l.local_host),
-			 sim ? "the peer has not answered (no process in its host slot?)"
-			     : "peer has not answered (is tb5 loaded on the peer?)");
-		break;
-	case TB5_LINK_STATE_DOWN:
-		if (sim)
-			r = skip(name, "down", "no process in the peer's host slot of the simulated fabric");
-		else if (l.caps & TB5_CAP_LOOP)
-			r = skip(name, "down", std::string("loop pair unplugged: echo 1 > /sys/class/tb5/") +
-				 l.name + "/plugged");
-		else
-			r = skip(name, "down", "no cable or peer down");
-		break;
-	default:
-		r = fail(name, format("unknown state %u", l.state), "libtb5 and tb5-selftest of one release");
-		break;
+	} else if (l.state == TB5_LINK_STATE_UP) {
+		r = skip(name, state + ", host " + hex(l.local_host), not_ready_reason(l));
+	} else if (l.state == TB5_LINK_STATE_DOWN) {
+		r = skip(name, state, not_ready_reason(l));
+	} else {
+		r = fail(name, state + format(" state %u", l.state),
+			 "libtb5 and tb5-selftest of one release");
 	}
 	r.data = link_json(l);
 	return r;
@@ -193,16 +198,17 @@ Result loop_pair(const tb5_link_info &a, const tb5_link_info &b, const Options &
 	// A service of this process's own: another selftest may test the same
 	// (kernel) loop pair at the same time.
 	std::unique_ptr<EchoServer> server;
-	std::string error;
 	for (uint64_t attempt = 0; attempt < 8; attempt++) {
 		const uint64_t service = kLoopServiceBase |
 			((static_cast<uint64_t>(getpid()) + attempt * 7919) & 0xffff);
 		server = std::make_unique<EchoServer>(b.name, service, on_end);
-		const int e = server->open(&error);
-		if (!e)
+		try {
+			server->open();
 			break;
-		if (e != -EADDRINUSE || attempt == 7)
-			return fail(name, b.name + std::string(": ") + error, kFailHint);
+		} catch (const tb5::tools::Error &e) {
+			if (e.code() != -EADDRINUSE || attempt == 7)
+				return fail(name, b.name + std::string(": ") + e.what(), kFailHint);
+		}
 	}
 	tb5_address addr {};
 	int err = server->address(&addr);

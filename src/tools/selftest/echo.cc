@@ -2,6 +2,7 @@
 //
 // echo.cc - the round trip's client and echo server (see echo.hpp).
 #include "echo.hpp"
+#include "errors.hpp"
 #include "handles.hpp"
 
 #include "report.hpp"
@@ -12,6 +13,11 @@
 #include <utility>
 
 namespace tb5selftest {
+
+using tb5::tools::Error;
+using tb5::tools::api_message;
+using tb5::tools::throw_api;
+
 namespace {
 
 // Bytes past each received message that must stay untouched: half inside
@@ -31,16 +37,6 @@ uint64_t mix(uint64_t x)
 uint64_t pattern_seed(uint64_t len, uint64_t seq)
 {
 	return mix((seq << 40) ^ len ^ 0x7462350000000000ull);
-}
-
-std::string api_error(const char *what, int err)
-{
-	std::string s = std::string(what) + ": " + tb5_strerror(err);
-	const char *detail = tb5_last_error();
-
-	if (detail && *detail)
-		s += std::string(" (") + detail + ")";
-	return s;
 }
 
 } // namespace
@@ -123,19 +119,19 @@ int poll_until(tb5_device *dev, Clock::time_point deadline,
 	return 0;
 }
 
-ClientResult run_client(const std::string &link, const tb5_address &addr,
-		       const std::vector<uint64_t> &sizes_wanted,
-		       std::chrono::milliseconds timeout)
+namespace {
+
+// run_client(): fills @res as it goes, throws Error for what failed; sets
+// res.outcome to kOk at the end, or to kRefused before it throws.
+void round_trip(ClientResult &res, const std::string &link, const tb5_address &addr,
+		const std::vector<uint64_t> &sizes_wanted, std::chrono::milliseconds timeout)
 {
-	ClientResult res;
 	tb5_device *raw = nullptr;
 	const double timeout_s = static_cast<double>(timeout.count()) / 1000.0;
 
 	int err = tb5_open(link.c_str(), &raw);
-	if (err) {
-		res.error = api_error(("tb5_open(" + link + ")").c_str(), err);
-		return res;
-	}
+	if (err)
+		throw_api("tb5_open(" + link + ")", err);
 	// Closing the device closes the endpoint and deregisters the regions;
 	// the buffers are declared first so that they outlive it.
 	std::vector<uint64_t> sizes;
@@ -143,8 +139,7 @@ ClientResult run_client(const std::string &link, const tb5_address &addr,
 	err = tb5_query(raw, &info);
 	if (err) {
 		tb5_close(raw);
-		res.error = api_error("tb5_query", err);
-		return res;
+		throw_api("tb5_query", err);
 	}
 	for (uint64_t n : sizes_wanted) {
 		if ((!info.max_msg || n <= info.max_msg) && n <= kEchoMax)
@@ -160,25 +155,19 @@ ClientResult run_client(const std::string &link, const tb5_address &addr,
 	auto recv_buf = std::make_unique<uint8_t[]>(max_len + 2 * kSlack);
 	tb5::tools::DevicePtr dev(raw);
 
-	if (!(info.caps & TB5_CAP_HOST_MEM)) {
-		res.error = "the link cannot register host memory (no TB5_CAP_HOST_MEM)";
-		return res;
-	}
+	if (!(info.caps & TB5_CAP_HOST_MEM))
+		throw Error("the link cannot register host memory (no TB5_CAP_HOST_MEM)");
 	tb5_mr *send_mr = nullptr, *recv_mr = nullptr;
 	err = tb5_reg_host(dev.get(), send_buf.get(), max_len, &send_mr);
 	if (!err)
 		err = tb5_reg_host(dev.get(), recv_buf.get(), max_len + 2 * kSlack, &recv_mr);
-	if (err) {
-		res.error = api_error("tb5_reg_host", err);
-		return res;
-	}
+	if (err)
+		throw_api("tb5_reg_host", err);
 
 	tb5_endpoint *ep = nullptr;
 	err = tb5_endpoint_connect(dev.get(), &addr, 1, &ep);
-	if (err) {
-		res.error = api_error(format("tb5_endpoint_connect(host %s)", hex(addr.host).c_str()).c_str(), err);
-		return res;
-	}
+	if (err)
+		throw_api(format("tb5_endpoint_connect(host %s)", hex(addr.host).c_str()), err);
 	bool connected = false;
 	int ep_error = 0;		// the endpoint failed or the peer closed it
 	const auto on_event = [&](const tb5_wc &wc) {
@@ -195,18 +184,13 @@ ClientResult run_client(const std::string &link, const tb5_address &addr,
 	const auto t_connect = Clock::now();
 	err = poll_until(dev.get(), t_connect + timeout, [&](const tb5_wc &wc) { on_event(wc); },
 			[&] { return connected || ep_error; });
-	if (err == -ETIMEDOUT) {
-		res.error = format("no answer to the connection request within %.1f s", timeout_s);
-		return res;
-	}
-	if (err) {
-		res.error = api_error("tb5_poll", err);
-		return res;
-	}
+	if (err == -ETIMEDOUT)
+		throw Error(format("no answer to the connection request within %.1f s", timeout_s));
+	if (err)
+		throw_api("tb5_poll", err);
 	if (!connected) {
 		res.outcome = ep_error == -ECONNREFUSED ? ClientResult::kRefused : ClientResult::kFailed;
-		res.error = std::string("connection failed: ") + tb5_strerror(ep_error);
-		return res;
+		throw Error(std::string("connection failed: ") + tb5_strerror(ep_error));
 	}
 	res.log.push_back(format("connected in %.0f us",
 				 std::chrono::duration<double, std::micro>(Clock::now() - t_connect).count()));
@@ -221,15 +205,11 @@ ClientResult run_client(const std::string &link, const tb5_address &addr,
 		memset(recv_buf.get(), kFill, n + 2 * kSlack);
 		const auto t0 = Clock::now();
 		err = tb5_recv(ep, recv_mr, 0, n + kSlack, kTagEcho, 2 * k + 1);
-		if (err) {
-			res.error = api_error(format("message %" PRIu64 " (%s): tb5_recv", k, bytes(n).c_str()).c_str(), err);
-			return res;
-		}
+		if (err)
+			throw_api(format("message %" PRIu64 " (%s): tb5_recv", k, bytes(n).c_str()), err);
 		err = tb5_send(ep, send_mr, 0, n, kTagPing, 2 * k);
-		if (err) {
-			res.error = api_error(format("message %" PRIu64 " (%s): tb5_send", k, bytes(n).c_str()).c_str(), err);
-			return res;
-		}
+		if (err)
+			throw_api(format("message %" PRIu64 " (%s): tb5_send", k, bytes(n).c_str()), err);
 		err = poll_until(dev.get(), Clock::now() + timeout,
 			[&](const tb5_wc &wc) {
 				if (on_event(wc) || wc.ep != ep)
@@ -246,44 +226,28 @@ ClientResult run_client(const std::string &link, const tb5_address &addr,
 			[&] { return (sent && received) || ep_error || send_status || recv_status; });
 		const double rtt = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 		const std::string what = format("message %" PRIu64 " (%s)", k, bytes(n).c_str());
-		if (err == -ETIMEDOUT) {
-			res.error = what + format(": %s within %.1f s", !sent ? "not sent (no clear-to-send from the peer)"
-									     : "no echo", timeout_s);
-			return res;
-		}
-		if (err) {
-			res.error = api_error("tb5_poll", err);
-			return res;
-		}
-		if (send_status) {
-			res.error = what + ": send failed: " + tb5_strerror(send_status) +
-				    dropped(dev.get(), link);
-			return res;
-		}
-		if (recv_status) {
-			res.error = what + ": receive failed: " + tb5_strerror(recv_status) +
-				    dropped(dev.get(), link);
-			return res;
-		}
-		if (ep_error) {
-			res.error = what + ": the connection ended: " + tb5_strerror(ep_error) +
-				    dropped(dev.get(), link);
-			return res;
-		}
-		if (recv_bytes != n) {
-			res.error = what + format(": the echo is %" PRIu64 " bytes", recv_bytes);
-			return res;
-		}
+		if (err == -ETIMEDOUT)
+			throw Error(what + format(": %s within %.1f s", !sent ? "not sent (no clear-to-send from the peer)"
+									     : "no echo", timeout_s));
+		if (err)
+			throw_api("tb5_poll", err);
+		if (send_status)
+			throw Error(what + ": send failed: " + tb5_strerror(send_status) +
+				    dropped(dev.get(), link));
+		if (recv_status)
+			throw Error(what + ": receive failed: " + tb5_strerror(recv_status) +
+				    dropped(dev.get(), link));
+		if (ep_error)
+			throw Error(what + ": the connection ended: " + tb5_strerror(ep_error) +
+				    dropped(dev.get(), link));
+		if (recv_bytes != n)
+			throw Error(what + format(": the echo is %" PRIu64 " bytes", recv_bytes));
 		const uint64_t bad = find_mismatch(recv_buf.get(), n, k);
-		if (bad != n) {
-			res.error = what + format(": byte %" PRIu64 " differs after the round trip", bad);
-			return res;
-		}
+		if (bad != n)
+			throw Error(what + format(": byte %" PRIu64 " differs after the round trip", bad));
 		for (uint64_t i = n; i < n + 2 * kSlack; i++) {
-			if (recv_buf[i] != kFill) {
-				res.error = what + format(": byte %" PRIu64 " past the message was written", i);
-				return res;
-			}
+			if (recv_buf[i] != kFill)
+				throw Error(what + format(": byte %" PRIu64 " past the message was written", i));
 		}
 		res.messages++;
 		res.bytes += n;
@@ -291,17 +255,28 @@ ClientResult run_client(const std::string &link, const tb5_address &addr,
 		res.log.push_back(format("%s: round trip %.0f us", bytes(n).c_str(), rtt));
 	}
 	err = tb5_endpoint_close(ep);
-	if (err) {
-		res.error = api_error("tb5_endpoint_close", err);
-		return res;
-	}
+	if (err)
+		throw_api("tb5_endpoint_close", err);
 	const int err_send = tb5_dereg(send_mr);
 	const int err_recv = tb5_dereg(recv_mr);
-	if (err_send || err_recv) {
-		res.error = api_error("tb5_dereg after the endpoint was closed", err_send ? err_send : err_recv);
-		return res;
-	}
+	if (err_send || err_recv)
+		throw_api("tb5_dereg after the endpoint was closed", err_send ? err_send : err_recv);
 	res.outcome = ClientResult::kOk;
+}
+
+} // namespace
+
+ClientResult run_client(const std::string &link, const tb5_address &addr,
+		       const std::vector<uint64_t> &sizes_wanted,
+		       std::chrono::milliseconds timeout)
+{
+	ClientResult res;
+
+	try {
+		round_trip(res, link, addr, sizes_wanted, timeout);
+	} catch (const Error &e) {
+		res.error = e.what();
+	}
 	return res;
 }
 
@@ -332,7 +307,7 @@ EchoServer::~EchoServer()
 		tb5_close(dev_);
 }
 
-int EchoServer::open(std::string *error)
+void EchoServer::open()
 {
 	int err;
 
@@ -340,24 +315,19 @@ int EchoServer::open(std::string *error)
 		err = tb5_open(link_.c_str(), &dev_);
 		if (err) {
 			dev_ = nullptr;
-			*error = api_error(("tb5_open(" + link_ + ")").c_str(), err);
-			return err;
+			throw_api("tb5_open(" + link_ + ")", err);
 		}
 		err = tb5_query(dev_, &info_);
-		if (err) {
-			*error = api_error("tb5_query", err);
-			return err;
-		}
+		if (err)
+			throw_api("tb5_query", err);
 	}
 	if (!listener_) {
 		err = tb5_endpoint_listen(dev_, service_, TB5_LISTEN_WELL_KNOWN, 0, &listener_);
 		if (err) {
 			listener_ = nullptr;
-			*error = api_error(format("tb5_endpoint_listen(service %s)", hex(service_).c_str()).c_str(), err);
-			return err;
+			throw_api(format("tb5_endpoint_listen(service %s)", hex(service_).c_str()), err);
 		}
 	}
-	return 0;
 }
 
 int EchoServer::address(tb5_address *addr) const
@@ -402,7 +372,7 @@ void EchoServer::accept()
 		conns_.emplace(ep, std::move(c));
 		if (reg) {
 			ref.mr = nullptr;
-			end(ep, api_error("tb5_reg_host", reg));
+			end(ep, api_message("tb5_reg_host", reg));
 			continue;
 		}
 		post_recv(ref);
@@ -418,7 +388,7 @@ void EchoServer::post_recv(Connection &c)
 	if (err == -ECONNRESET)
 		end(c.ep, "");
 	else if (err)
-		end(c.ep, api_error("tb5_recv", err));
+		end(c.ep, api_message("tb5_recv", err));
 }
 
 void EchoServer::on_completion(const tb5_wc &wc)
@@ -464,7 +434,7 @@ void EchoServer::on_completion(const tb5_wc &wc)
 			end(c.ep, format("the peer closed the connection before the echo of message %" PRIu64,
 					 c.seq - 1));
 		else if (err)
-			end(c.ep, api_error("tb5_send", err));
+			end(c.ep, api_message("tb5_send", err));
 	} else if (wc.kind == TB5_WC_SEND) {
 		post_recv(c);
 	}

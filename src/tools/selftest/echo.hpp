@@ -10,7 +10,8 @@
 // (tag kTagEcho); the client receives them into a buffer larger than the
 // message, checks every byte, and that nothing past the message was written.
 // Byte i of message k of size n is a function of (k, n, i).
-#pragma once
+#ifndef TB5_SELFTEST_ECHO_HPP
+#define TB5_SELFTEST_ECHO_HPP
 
 #include "tb5/tb5.h"
 
@@ -86,9 +87,9 @@ public:
 	EchoServer(const EchoServer &) = delete;
 	EchoServer &operator=(const EchoServer &) = delete;
 
-	// Opens the link (once) and listens. 0 or a negative errno; *error
-	// says what failed.
-	int open(std::string *error);
+	// Opens the link (once) and listens. Throws tb5::tools::Error, whose
+	// code() is libtb5's negative errno, when it cannot.
+	void open();
 	bool listening() const { return listener_ != nullptr; }
 	// The link as it was when opened.
 	const tb5_link_info &info() const { return info_; }
@@ -120,3 +121,5 @@ private:
 };
 
 } // namespace tb5selftest
+
+#endif // TB5_SELFTEST_ECHO_HPP

@@ -6,11 +6,13 @@
 // line. With --respond, the echo server that a peer's round trip needs.
 #include "checks.hpp"
 #include "echo.hpp"
+#include "errors.hpp"
 #include "options.hpp"
 #include "report.hpp"
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <string>
 
 #ifndef TB5_SELFTEST_VERSION
@@ -95,19 +97,26 @@ int main(int argc, char **argv)
 		app.parse(argc, argv);
 	} catch (const CLI::ParseError &e) {
 		const int rc = app.exit(e);
-		return rc ? 2 : 0;
+		return rc ? tb5::tools::kExitUsage : tb5::tools::kExitOk;
 	}
 
-	if (opt.respond)
-		return tb5selftest::run_responder(opt);
+	// A check that fails is a FAIL line, not an exception: the checks catch
+	// what they call. What reaches here stops the whole command.
+	try {
+		if (opt.respond)
+			return tb5selftest::run_responder(opt);
 
-	tb5selftest::Report report(opt.json, opt.verbose);
-	report.header();
-	const tb5selftest::Environment env = tb5selftest::detect_environment();
-	tb5selftest::run_kernel_checks(env, opt, report);
-	tb5selftest::run_secureboot_check(env, report);
-	tb5selftest::run_link_checks(env, opt, report);
-	tb5selftest::run_plugin_check(opt, report);
-	tb5selftest::run_counters_check(report);
-	return report.finish();
+		tb5selftest::Report report(opt.json, opt.verbose);
+		report.header();
+		const tb5selftest::Environment env = tb5selftest::detect_environment();
+		tb5selftest::run_kernel_checks(env, opt, report);
+		tb5selftest::run_secureboot_check(env, report);
+		tb5selftest::run_link_checks(env, opt, report);
+		tb5selftest::run_plugin_check(opt, report);
+		tb5selftest::run_counters_check(report);
+		return report.finish();
+	} catch (const tb5::tools::Error &e) {
+		std::fprintf(stderr, "tb5-selftest: %s\n", e.what());
+		return tb5::tools::kExitFailed;
+	}
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // options.hpp - tb5-selftest's command line, parsed in main.cc.
-#pragma once
+#ifndef TB5_SELFTEST_OPTIONS_HPP
+#define TB5_SELFTEST_OPTIONS_HPP
 
 #include <cstdint>
 #include <string>
@@ -21,3 +22,5 @@ struct Options {
 };
 
 } // namespace tb5selftest
+
+#endif // TB5_SELFTEST_OPTIONS_HPP

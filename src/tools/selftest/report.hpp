@@ -3,7 +3,8 @@
 // report.hpp - what tb5-selftest prints: a header (versions, host, kernel,
 // date), one line per check (PASS, FAIL with what to do, SKIP with the
 // reason) and a summary; or, with --json, one JSON document with the same.
-#pragma once
+#ifndef TB5_SELFTEST_REPORT_HPP
+#define TB5_SELFTEST_REPORT_HPP
 
 #include <nlohmann/json.hpp>
 
@@ -63,3 +64,5 @@ std::string bytes(uint64_t n);
 std::string simulator_env();
 
 } // namespace tb5selftest
+
+#endif // TB5_SELFTEST_REPORT_HPP

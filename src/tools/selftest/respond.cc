@@ -8,6 +8,7 @@
 // connections have ended. One line per connection.
 #include "checks.hpp"
 #include "echo.hpp"
+#include "errors.hpp"
 #include "links.hpp"
 
 #include "tb5/tb5.h"
@@ -102,8 +103,10 @@ void Responder::serve(const std::string &link)
 			server = std::make_unique<EchoServer>(link, kResponderService,
 							      [this](const ConnectionReport &r) { ended(r); });
 		if (!server->listening()) {
-			std::string error;
-			if (server->open(&error)) {
+			try {
+				server->open();
+			} catch (const tb5::tools::Error &e) {
+				const std::string error = e.what();
 				if (error != last_error)
 					print({{"event", "waiting"}, {"link", link}, {"error", error}},
 					      link + ": cannot listen yet (" + error + "); trying again");
@@ -153,22 +156,17 @@ int Responder::run()
 	pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
 	std::vector<tb5_link_info> links;
-	const int err = tb5::tools::list_links(&links);
-	if (err) {
-		fprintf(stderr, "tb5-selftest: tb5_list_links: %s: %s\n", tb5_strerror(err), tb5_last_error());
-		return 1;
-	}
+	if (const int err = tb5::tools::list_links(&links))
+		throw tb5::tools::Error(std::string("tb5_list_links: ") + tb5_strerror(err) + ": " +
+					tb5_last_error(), err);
 	bool found = opt_.link.empty() && !links.empty();
 	for (const tb5_link_info &l : links)
 		found |= opt_.link == l.name;
-	if (!found) {
-		if (opt_.link.empty())
-			fprintf(stderr, "tb5-selftest: no links to serve (no cable, no loop pair; "
-				"modprobe tb5 loopback=1, or set TB5_SIM)\n");
-		else
-			fprintf(stderr, "tb5-selftest: no link %s\n", opt_.link.c_str());
-		return 1;
-	}
+	if (!found && opt_.link.empty())
+		throw tb5::tools::Error("no links to serve (no cable, no loop pair; "
+					"modprobe tb5 loopback=1, or set TB5_SIM)");
+	if (!found)
+		throw tb5::tools::Error("no link " + opt_.link);
 
 	scan();
 	auto next_scan = Clock::now() + kRescan;
