@@ -2,7 +2,7 @@
 //
 // collect.cc - a Snapshot from libtb5 (tb5_list_links, then tb5_open and
 // tb5_get_counters per link) and from the plugin's live counters in shared
-// memory (tb5::live::read_all, where the tree has that reader).
+// memory (tb5::live::read_all).
 #include "collect.hpp"
 
 #include "tb5/tb5.h"
@@ -13,10 +13,7 @@
 
 #include "handles.hpp"
 #include "links.hpp"
-
-#if TB5_EXPORTER_LIVE
-#include "common/live_counters.hpp"
-#endif
+#include "live_counters.hpp"
 
 #ifndef TB5_EXPORTER_VERSION
 #define TB5_EXPORTER_VERSION "unknown"
@@ -49,23 +46,11 @@ void collect_links(Snapshot &snap)
 		if (tb5_open(info.name, &raw) == 0) {
 			const tb5::tools::DevicePtr dev(raw);
 			struct tb5_counters c {};
-			if (tb5_get_counters(dev.get(), &c) == 0) {
-				s.have_counters = true;
-				s.tx_frames = c.tx_frames;
-				s.tx_bytes = c.tx_bytes;
-				s.rx_frames = c.rx_frames;
-				s.rx_bytes = c.rx_bytes;
-				s.errors = c.errors;
-			}
+			if (tb5_get_counters(dev.get(), &c) == 0)
+				s.counters = c;
 			struct tb5_drops d {};
-			if (tb5_get_drops(dev.get(), &d) == 0) {
-				s.have_drops = true;
-				s.drop_malformed = d.malformed;
-				s.drop_unknown_connection = d.unknown_connection;
-				s.drop_out_of_window = d.out_of_window;
-				s.drop_ring_overflow = d.ring_overflow;
-				s.drop_sequence_gap = d.sequence_gap;
-			}
+			if (tb5_get_drops(dev.get(), &d) == 0)
+				s.drops = d;
 		}
 		snap.links.push_back(std::move(s));
 	}
@@ -73,26 +58,12 @@ void collect_links(Snapshot &snap)
 
 void collect_plugin(Snapshot &snap)
 {
-#if TB5_EXPORTER_LIVE
 	try {
-		for (const tb5::live::LinkCounters &c : tb5::live::read_all()) {
-			PluginSample p;
-			p.link = c.link;
-			p.tx_bytes = c.tx_bytes;
-			p.rx_bytes = c.rx_bytes;
-			p.tx_ops = c.tx_ops;
-			p.rx_ops = c.rx_ops;
-			p.errors = c.errors;
-			p.processes = c.processes;
-			snap.plugin.push_back(std::move(p));
-		}
+		snap.plugin = tb5::live::read_all();
 		snap.plugin_ok = true;
 	} catch (const std::exception &) {
 		snap.plugin_ok = false;
 	}
-#else
-	(void)snap;
-#endif
 }
 
 } // namespace

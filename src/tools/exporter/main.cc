@@ -7,6 +7,7 @@
 // writes them for prometheus-node-exporter's textfile collector
 // (--textfile-dir). --once prints (or writes) one scrape and exits.
 #include "collect.hpp"
+#include "errors.hpp"
 #include "metrics.hpp"
 #include "server.hpp"
 #include "textfile.hpp"
@@ -82,19 +83,53 @@ bool wait_for_stop(const sigset_t &set, double seconds)
 	}
 }
 
+// A write that fails is said and tried again at the next interval; with
+// @once it fails the command.
 int run_textfile(const std::string &dir, double interval, bool once, const sigset_t &stop)
 {
-	std::string error;
 	for (;;) {
-		if (!tb5exporter::write_textfile(dir, tb5exporter::format(tb5exporter::collect()),
-						&error)) {
-			std::fprintf(stderr, "tb5-exporter: %s\n", error.c_str());
+		try {
+			tb5exporter::write_textfile(dir, tb5exporter::format(tb5exporter::collect()));
+		} catch (const tb5::tools::Error &e) {
 			if (once)
-				return 1;
+				throw;
+			std::fprintf(stderr, "tb5-exporter: %s\n", e.what());
 		}
 		if (once || wait_for_stop(stop, interval))
-			return 0;
+			return tb5::tools::kExitOk;
 	}
+}
+
+// Everything after the command line. Throws tb5::tools::Error when it
+// cannot listen or write, UsageError for a web-config file it refuses.
+int run(tb5exporter::ServerOptions &opts, const std::string &web_config,
+	const std::string &textfile_dir, double interval, bool once)
+{
+	const sigset_t stop = stop_signals();
+	pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+	std::signal(SIGPIPE, SIG_IGN);
+
+	if (!textfile_dir.empty())
+		return run_textfile(textfile_dir, interval, once, stop);
+
+	if (once) {
+		const std::string body = tb5exporter::format(tb5exporter::collect());
+		std::fwrite(body.data(), 1, body.size(), stdout);
+		return std::fflush(stdout) == 0 ? tb5::tools::kExitOk : tb5::tools::kExitFailed;
+	}
+
+	if (!web_config.empty())
+		opts.web = tb5exporter::load_web_config(web_config);
+	tb5exporter::Server server;
+	server.start(opts, handle);
+	std::fprintf(stderr, "tb5-exporter %s: serving /metrics on [%s]:%d%s%s\n",
+		     TB5_EXPORTER_VERSION, opts.address.c_str(), opts.port,
+		     opts.web.tls ? " over TLS" : "",
+		     opts.web.users.empty() ? "" : " with basic auth");
+	wait_for_stop(stop, -1);
+	server.stop();
+	std::fprintf(stderr, "tb5-exporter: stopped\n");
+	return tb5::tools::kExitOk;
 }
 
 } // namespace
@@ -149,38 +184,16 @@ int main(int argc, char **argv)
 						   "is for HTTP; --textfile-dir serves none");
 	} catch (const CLI::ParseError &e) {
 		const int rc = app.exit(e);
-		return rc == 0 ? 0 : 2;
+		return rc == 0 ? tb5::tools::kExitOk : tb5::tools::kExitUsage;
 	}
 
-	const sigset_t stop = stop_signals();
-	pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-	std::signal(SIGPIPE, SIG_IGN);
-
-	if (!textfile_dir.empty())
-		return run_textfile(textfile_dir, interval, once, stop);
-
-	if (once) {
-		const std::string body = tb5exporter::format(tb5exporter::collect());
-		std::fwrite(body.data(), 1, body.size(), stdout);
-		return std::fflush(stdout) == 0 ? 0 : 1;
+	try {
+		return run(opts, web_config, textfile_dir, interval, once);
+	} catch (const tb5::tools::UsageError &e) {
+		std::fprintf(stderr, "tb5-exporter: %s\n", e.what());
+		return tb5::tools::kExitUsage;
+	} catch (const tb5::tools::Error &e) {
+		std::fprintf(stderr, "tb5-exporter: %s\n", e.what());
+		return tb5::tools::kExitFailed;
 	}
-
-	std::string error;
-	if (!web_config.empty() && !tb5exporter::load_web_config(web_config, &opts.web, &error)) {
-		std::fprintf(stderr, "tb5-exporter: %s\n", error.c_str());
-		return 2;
-	}
-	tb5exporter::Server server;
-	if (!server.start(opts, handle, &error)) {
-		std::fprintf(stderr, "tb5-exporter: %s\n", error.c_str());
-		return 1;
-	}
-	std::fprintf(stderr, "tb5-exporter %s: serving /metrics on [%s]:%d%s%s\n",
-		     TB5_EXPORTER_VERSION, opts.address.c_str(), opts.port,
-		     opts.web.tls ? " over TLS" : "",
-		     opts.web.users.empty() ? "" : " with basic auth");
-	wait_for_stop(stop, -1);
-	server.stop();
-	std::fprintf(stderr, "tb5-exporter: stopped\n");
-	return 0;
 }

@@ -74,6 +74,12 @@ std::string hex(uint64_t v)
 	return buf;
 }
 
+// "2 ready": a state's number and tb5_link_state_str()'s name for it.
+std::string state_number(uint32_t state)
+{
+	return std::to_string(state) + " " + tb5_link_state_str(state);
+}
+
 } // namespace
 
 std::string escape_label(std::string_view value)
@@ -119,8 +125,13 @@ std::string format(const Snapshot &snap)
 		const char *name, *help;
 		uint64_t (*get)(const LinkSample &);
 	};
+	// The states' names are libtb5's, as in tb5_link_info's label.
+	static const std::string kStateHelp =
+		"Link state: " + state_number(TB5_LINK_STATE_DOWN) + ", " +
+		state_number(TB5_LINK_STATE_UP) + " (no peer yet), " +
+		state_number(TB5_LINK_STATE_READY) + ".";
 	static const Gauge kGauges[] = {
-		{"tb5_link_state", "Link state: 0 down, 1 up (no peer yet), 2 ready.",
+		{"tb5_link_state", kStateHelp.c_str(),
 		 [](const LinkSample &l) -> uint64_t { return l.state; }},
 		{"tb5_link_ring_size", "Descriptors per TX and per RX ring (a count).",
 		 [](const LinkSample &l) -> uint64_t { return l.ring_size; }},
@@ -131,7 +142,7 @@ std::string format(const Snapshot &snap)
 		{"tb5_link_counters_available",
 		 "1 when the link could be opened to read its counters (0: no permission; "
 		 "add the exporter to group tb5).",
-		 [](const LinkSample &l) -> uint64_t { return l.have_counters ? 1 : 0; }},
+		 [](const LinkSample &l) -> uint64_t { return l.counters ? 1 : 0; }},
 	};
 	for (const Gauge &g : kGauges) {
 		w.family(g.name, "gauge", g.help);
@@ -141,43 +152,43 @@ std::string format(const Snapshot &snap)
 
 	static const Gauge kCounters[] = {
 		{"tb5_link_tx_frames_total", "Frames sent on the link.",
-		 [](const LinkSample &l) { return l.tx_frames; }},
+		 [](const LinkSample &l) { return l.counters->tx_frames; }},
 		{"tb5_link_tx_bytes_total", "Frame bytes sent on the link, headers included.",
-		 [](const LinkSample &l) { return l.tx_bytes; }},
+		 [](const LinkSample &l) { return l.counters->tx_bytes; }},
 		{"tb5_link_rx_frames_total", "Frames received on the link.",
-		 [](const LinkSample &l) { return l.rx_frames; }},
+		 [](const LinkSample &l) { return l.counters->rx_frames; }},
 		{"tb5_link_rx_bytes_total", "Frame bytes received on the link, headers included.",
-		 [](const LinkSample &l) { return l.rx_bytes; }},
+		 [](const LinkSample &l) { return l.counters->rx_bytes; }},
 		{"tb5_link_errors_total", "Malformed frames, drops and link resets.",
-		 [](const LinkSample &l) { return l.errors; }},
+		 [](const LinkSample &l) { return l.counters->errors; }},
 	};
 	for (const Gauge &g : kCounters) {
 		w.family(g.name, "counter", g.help);
 		for (const LinkSample &l : snap.links)
-			if (l.have_counters)
+			if (l.counters)
 				w.sample(g.name, label("link", l.name), g.get(l));
 	}
 
 	// One family, a label per kind, so that sum() gives every drop.
 	static const struct {
 		const char *kind;
-		uint64_t LinkSample::*field;
+		uint64_t tb5_drops::*field;
 	} kDrops[] = {
-		{"malformed", &LinkSample::drop_malformed},
-		{"unknown_connection", &LinkSample::drop_unknown_connection},
-		{"out_of_window", &LinkSample::drop_out_of_window},
-		{"ring_overflow", &LinkSample::drop_ring_overflow},
-		{"sequence_gap", &LinkSample::drop_sequence_gap},
+		{"malformed", &tb5_drops::malformed},
+		{"unknown_connection", &tb5_drops::unknown_connection},
+		{"out_of_window", &tb5_drops::out_of_window},
+		{"ring_overflow", &tb5_drops::ring_overflow},
+		{"sequence_gap", &tb5_drops::sequence_gap},
 	};
 	w.family("tb5_link_rx_drops_total", "counter",
 		 "Received frames the link dropped or refused, by kind: malformed, "
 		 "unknown_connection, out_of_window, ring_overflow, sequence_gap.");
 	for (const LinkSample &l : snap.links)
-		if (l.have_drops)
+		if (l.drops)
 			for (const auto &k : kDrops)
 				w.sample("tb5_link_rx_drops_total",
 					 label("link", l.name) + ',' + label("kind", k.kind),
-					 l.*k.field);
+					 (*l.drops).*k.field);
 
 	w.family("tb5_plugin_up", "gauge",
 		 "1 when the NCCL plugin's live counters could be read (0: none published).");

@@ -3,12 +3,17 @@
 // metrics.hpp - what tb5-exporter serves: a snapshot of the host's links
 // (libtb5's view of the kernel's counters) and of the NCCL plugin's live
 // counters, and its rendering in the Prometheus text format (0.0.4).
-#pragma once
+#ifndef TB5_EXPORTER_METRICS_HPP
+#define TB5_EXPORTER_METRICS_HPP
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "live_counters.hpp"
+#include "tb5/tb5.h"
 
 namespace tb5exporter {
 
@@ -21,20 +26,15 @@ struct LinkSample {
 	uint64_t peer_host = 0;
 	uint32_t ring_size = 0;
 	uint32_t speed_mbps = 0;
-	bool have_counters = false;	// false: tb5_open() failed (permissions)
-	uint64_t tx_frames = 0, tx_bytes = 0, rx_frames = 0, rx_bytes = 0, errors = 0;
-	bool have_drops = false;	// false: a module without drop counters
-	// Received frames dropped or refused, by kind (tb5_get_drops()).
-	uint64_t drop_malformed = 0, drop_unknown_connection = 0, drop_out_of_window = 0,
-		 drop_ring_overflow = 0, drop_sequence_gap = 0;
+	// tb5_get_counters(); none when tb5_open() failed (permissions).
+	std::optional<tb5_counters> counters;
+	// Received frames dropped or refused, by kind (tb5_get_drops()); none
+	// for a module without drop counters.
+	std::optional<tb5_drops> drops;
 };
 
 // One link's counters as the NCCL plugin's processes publish them.
-struct PluginSample {
-	std::string link;
-	uint64_t tx_bytes = 0, rx_bytes = 0, tx_ops = 0, rx_ops = 0, errors = 0;
-	uint32_t processes = 0;
-};
+using PluginSample = tb5::live::LinkCounters;
 
 struct Snapshot {
 	std::string version;		// the exporter's (and libtb5's) version
@@ -53,3 +53,5 @@ std::string escape_label(std::string_view value);
 std::string format(const Snapshot &snap);
 
 } // namespace tb5exporter
+
+#endif // TB5_EXPORTER_METRICS_HPP

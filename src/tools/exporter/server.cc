@@ -3,6 +3,8 @@
 // server.cc - see server.hpp.
 #include "server.hpp"
 
+#include "errors.hpp"
+
 #include <microhttpd.h>
 
 #include <arpa/inet.h>
@@ -12,6 +14,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <vector>
 
 namespace tb5exporter {
@@ -29,10 +32,18 @@ __attribute__((format(printf, 2, 0))) void log(void *, const char *fmt, va_list 
 	std::fprintf(stderr, "tb5-exporter: http: %s\n", buf);
 }
 
+// libmicrohttpd's request callback, on its thread: nothing thrown may
+// cross it. A request that fails is dropped (its connection closed) and
+// the server goes on.
 MHD_Result access(void *cls, struct MHD_Connection *connection, const char *url,
 		  const char *method, const char *, const char *, size_t *, void **)
 {
-	return static_cast<Server *>(cls)->answer(connection, url, method) ? MHD_YES : MHD_NO;
+	try {
+		return static_cast<Server *>(cls)->answer(connection, url, method) ? MHD_YES : MHD_NO;
+	} catch (const std::exception &e) {
+		std::fprintf(stderr, "tb5-exporter: %s: %s\n", url ? url : "/", e.what());
+		return MHD_NO;
+	}
 }
 
 bool queue(MHD_Connection *c, const Response &r, bool auth_failed)
@@ -82,7 +93,7 @@ int Server::answer(void *connection, const char *url, const char *method)
 	return queue(c, handler_(url ? url : "/"), false);
 }
 
-bool Server::start(const ServerOptions &opts, Handler handler, std::string *error)
+void Server::start(const ServerOptions &opts, Handler handler)
 {
 	stop();
 	opts_ = opts;
@@ -90,10 +101,8 @@ bool Server::start(const ServerOptions &opts, Handler handler, std::string *erro
 
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_AUTO;
 	if (opts_.web.tls) {
-		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-			*error = "this libmicrohttpd has no TLS support";
-			return false;
-		}
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+			throw tb5::tools::Error("this libmicrohttpd has no TLS support");
 		flags |= MHD_USE_TLS;
 	}
 
@@ -104,10 +113,9 @@ bool Server::start(const ServerOptions &opts, Handler handler, std::string *erro
 		hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
 		hints.ai_socktype = SOCK_STREAM;
 		const int gai = getaddrinfo(opts_.address.c_str(), nullptr, &hints, &res);
-		if (gai) {
-			*error = "not a numeric address: " + opts_.address + " (" + gai_strerror(gai) + ")";
-			return false;
-		}
+		if (gai)
+			throw tb5::tools::Error("not a numeric address: " + opts_.address + " (" +
+						gai_strerror(gai) + ")");
 		std::memcpy(&sa, res->ai_addr, res->ai_addrlen);
 		freeaddrinfo(res);
 		if (sa.ss_family == AF_INET6) {
@@ -148,13 +156,10 @@ bool Server::start(const ServerOptions &opts, Handler handler, std::string *erro
 	// A host without IPv6: every IPv4 address instead.
 	if (!daemon_ && any)
 		daemon_ = start(flags);
-	if (!daemon_) {
-		*error = "cannot serve on " + (any ? std::string("*") : opts_.address) + ":" +
-			 std::to_string(opts_.port) +
-			 " (address in use or not here, or TLS files refused; see above)";
-		return false;
-	}
-	return true;
+	if (!daemon_)
+		throw tb5::tools::Error("cannot serve on " + (any ? std::string("*") : opts_.address) +
+					":" + std::to_string(opts_.port) +
+					" (address in use or not here, or TLS files refused; see above)");
 }
 
 void Server::stop()

@@ -5,7 +5,8 @@
 // connection, which bounds the request line and headers, an idle timeout),
 // with TLS and basic auth from a web-config file (web_config.hpp).
 // Requests are served one at a time on libmicrohttpd's own thread.
-#pragma once
+#ifndef TB5_EXPORTER_SERVER_HPP
+#define TB5_EXPORTER_SERVER_HPP
 
 #include "web_config.hpp"
 
@@ -44,9 +45,9 @@ public:
 	Server &operator=(const Server &) = delete;
 	~Server() { stop(); }
 
-	// Listens and serves on a thread of its own. False with *error when
-	// it cannot (address, port in use, TLS files the library refuses).
-	bool start(const ServerOptions &opts, Handler handler, std::string *error);
+	// Listens and serves on a thread of its own. Throws tb5::tools::Error
+	// when it cannot (address, port in use, TLS files the library refuses).
+	void start(const ServerOptions &opts, Handler handler);
 	// Stops listening and closes every connection; idempotent.
 	void stop();
 
@@ -60,3 +61,5 @@ private:
 };
 
 } // namespace tb5exporter
+
+#endif // TB5_EXPORTER_SERVER_HPP

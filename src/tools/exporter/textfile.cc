@@ -3,6 +3,8 @@
 // textfile.cc - see textfile.hpp.
 #include "textfile.hpp"
 
+#include "errors.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,16 +15,15 @@
 
 namespace tb5exporter {
 
-bool write_textfile(const std::string &dir, const std::string &body, std::string *error)
+void write_textfile(const std::string &dir, const std::string &body)
 {
 	const std::string final_path = dir + "/" + kTextfileName;
 	// The collector reads *.prom only: the temporary name is not one.
 	std::string tmp = dir + "/." + kTextfileName + ".XXXXXX";
 	const int fd = mkostemp(tmp.data(), O_CLOEXEC);
-	if (fd < 0) {
-		*error = "cannot create a file in " + dir + ": " + std::strerror(errno);
-		return false;
-	}
+	if (fd < 0)
+		throw tb5::tools::Error("cannot create a file in " + dir + ": " + std::strerror(errno),
+					-errno);
 	const char *p = body.data();
 	size_t left = body.size();
 	int err = 0;
@@ -47,10 +48,8 @@ bool write_textfile(const std::string &dir, const std::string &body, std::string
 		err = errno;
 	if (err) {
 		unlink(tmp.c_str());
-		*error = "cannot write " + final_path + ": " + std::strerror(err);
-		return false;
+		throw tb5::tools::Error("cannot write " + final_path + ": " + std::strerror(err), -err);
 	}
-	return true;
 }
 
 } // namespace tb5exporter

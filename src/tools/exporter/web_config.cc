@@ -3,6 +3,8 @@
 // web_config.cc - see web_config.hpp.
 #include "web_config.hpp"
 
+#include "errors.hpp"
+
 #include <crypt.h>
 #include <yaml-cpp/yaml.h>
 
@@ -13,19 +15,18 @@
 
 namespace tb5exporter {
 
+using tb5::tools::UsageError;
+
 namespace {
 
-bool read_file(const std::string &path, std::string *out, std::string *error)
+std::string read_file(const std::string &path)
 {
 	std::ifstream in(path, std::ios::binary);
-	if (!in) {
-		*error = path + ": cannot be read";
-		return false;
-	}
+	if (!in)
+		throw UsageError(path + ": cannot be read");
 	std::ostringstream s;
 	s << in.rdbuf();
-	*out = s.str();
-	return true;
+	return s.str();
 }
 
 std::string resolve(const std::string &dir, const std::string &path)
@@ -35,23 +36,17 @@ std::string resolve(const std::string &dir, const std::string &path)
 	return dir + "/" + path;
 }
 
-// The keys of @node not in @known, one of them named in *error.
-bool only_known_keys(const YAML::Node &node, const std::set<std::string> &known,
-		   const std::set<std::string> &refused, const std::string &where,
-		   std::string *error)
+// Throws for a key of @node in @refused or not in @known, naming it.
+void only_known_keys(const YAML::Node &node, const std::set<std::string> &known,
+		   const std::set<std::string> &refused, const std::string &where)
 {
 	for (const auto &kv : node) {
 		const std::string key = kv.first.as<std::string>();
-		if (refused.count(key)) {
-			*error = where + key + ": not supported by tb5-exporter";
-			return false;
-		}
-		if (!known.count(key)) {
-			*error = where + key + ": unknown key";
-			return false;
-		}
+		if (refused.count(key))
+			throw UsageError(where + key + ": not supported by tb5-exporter");
+		if (!known.count(key))
+			throw UsageError(where + key + ": unknown key");
 	}
-	return true;
 }
 
 bool is_bcrypt(const std::string &hash)
@@ -98,105 +93,79 @@ bool WebConfig::check_password(const std::string &user, const std::string &passw
 	return diff == 0 && it != users.end();
 }
 
-bool parse_web_config(const std::string &yaml, const std::string &dir, WebConfig *out,
-		    std::string *error)
+WebConfig parse_web_config(const std::string &yaml, const std::string &dir)
 {
 	WebConfig c;
 	YAML::Node root;
 	try {
 		root = YAML::Load(yaml);
 	} catch (const YAML::Exception &e) {
-		*error = std::string("not YAML: ") + e.what();
-		return false;
+		throw UsageError(std::string("not YAML: ") + e.what());
 	}
-	if (root.IsNull()) {
-		*out = c;
-		return true;	// an empty file: plain HTTP, no auth
-	}
-	if (!root.IsMap()) {
-		*error = "the top level is not a mapping";
-		return false;
-	}
+	if (root.IsNull())
+		return c;	// an empty file: plain HTTP, no auth
+	if (!root.IsMap())
+		throw UsageError("the top level is not a mapping");
 	try {
-		if (!only_known_keys(root, {"tls_server_config", "basic_auth_users"},
-				   {"http_server_config"}, "", error))
-			return false;
+		only_known_keys(root, {"tls_server_config", "basic_auth_users"},
+				{"http_server_config"}, "");
 		if (const YAML::Node tls = root["tls_server_config"]; tls && !tls.IsNull()) {
-			if (!tls.IsMap()) {
-				*error = "tls_server_config: not a mapping";
-				return false;
-			}
-			if (!only_known_keys(tls, {"cert_file", "key_file", "min_version", "client_auth_type"},
-					   {"cert", "key", "client_ca_file", "cipher_suites",
-					    "curve_preferences", "max_version",
-					    "prefer_server_cipher_suites", "client_allowed_sans"},
-					   "tls_server_config.", error))
-				return false;
+			if (!tls.IsMap())
+				throw UsageError("tls_server_config: not a mapping");
+			only_known_keys(tls, {"cert_file", "key_file", "min_version", "client_auth_type"},
+					{"cert", "key", "client_ca_file", "cipher_suites",
+					 "curve_preferences", "max_version",
+					 "prefer_server_cipher_suites", "client_allowed_sans"},
+					"tls_server_config.");
 			if (tls["client_auth_type"] &&
-			    tls["client_auth_type"].as<std::string>() != "NoClientCert") {
-				*error = "tls_server_config.client_auth_type: only NoClientCert is supported";
-				return false;
-			}
+			    tls["client_auth_type"].as<std::string>() != "NoClientCert")
+				throw UsageError("tls_server_config.client_auth_type: only NoClientCert is supported");
 			c.cert_file = resolve(dir, tls["cert_file"] ? tls["cert_file"].as<std::string>() : "");
 			c.key_file = resolve(dir, tls["key_file"] ? tls["key_file"].as<std::string>() : "");
-			if (c.cert_file.empty() || c.key_file.empty()) {
-				*error = "tls_server_config: cert_file and key_file are both required";
-				return false;
-			}
+			if (c.cert_file.empty() || c.key_file.empty())
+				throw UsageError("tls_server_config: cert_file and key_file are both required");
 			if (tls["min_version"]) {
 				c.min_version = tls["min_version"].as<std::string>();
 				if (c.min_version != "TLS10" && c.min_version != "TLS11" &&
-				    c.min_version != "TLS12" && c.min_version != "TLS13") {
-					*error = "tls_server_config.min_version: " + c.min_version +
-						 " (TLS10, TLS11, TLS12 or TLS13)";
-					return false;
-				}
+				    c.min_version != "TLS12" && c.min_version != "TLS13")
+					throw UsageError("tls_server_config.min_version: " + c.min_version +
+							 " (TLS10, TLS11, TLS12 or TLS13)");
 			}
-			if (!read_file(c.cert_file, &c.cert_pem, error) ||
-			    !read_file(c.key_file, &c.key_pem, error))
-				return false;
+			c.cert_pem = read_file(c.cert_file);
+			c.key_pem = read_file(c.key_file);
 			c.tls = true;
 		}
 		if (const YAML::Node users = root["basic_auth_users"]; users && !users.IsNull()) {
-			if (!users.IsMap()) {
-				*error = "basic_auth_users: not a mapping of user to bcrypt hash";
-				return false;
-			}
+			if (!users.IsMap())
+				throw UsageError("basic_auth_users: not a mapping of user to bcrypt hash");
 			for (const auto &kv : users) {
 				const std::string user = kv.first.as<std::string>();
 				const std::string hash = kv.second.as<std::string>();
-				if (user.empty() || user.find(':') != std::string::npos) {
-					*error = "basic_auth_users: '" + user + "' is not a user name";
-					return false;
-				}
-				if (!is_bcrypt(hash)) {
-					*error = "basic_auth_users." + user +
-						 ": not a bcrypt hash (make one with htpasswd -nBC 10 " + user + ")";
-					return false;
-				}
+				if (user.empty() || user.find(':') != std::string::npos)
+					throw UsageError("basic_auth_users: '" + user + "' is not a user name");
+				if (!is_bcrypt(hash))
+					throw UsageError("basic_auth_users." + user +
+							 ": not a bcrypt hash (make one with htpasswd -nBC 10 " +
+							 user + ")");
 				c.users[user] = hash;
 			}
 		}
 	} catch (const YAML::Exception &e) {
-		*error = std::string("bad value: ") + e.what();
-		return false;
+		throw UsageError(std::string("bad value: ") + e.what());
 	}
-	*out = std::move(c);
-	return true;
+	return c;
 }
 
-bool load_web_config(const std::string &path, WebConfig *out, std::string *error)
+WebConfig load_web_config(const std::string &path)
 {
-	std::string text;
-	if (!read_file(path, &text, error))
-		return false;
+	const std::string text = read_file(path);
 	const size_t slash = path.rfind('/');
 	const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-	if (!parse_web_config(text, dir, out, error)) {
-		*error = path + ": " + *error;
-		return false;
+	try {
+		return parse_web_config(text, dir);
+	} catch (const UsageError &e) {
+		throw UsageError(path + ": " + e.what());
 	}
-	return true;
 }
 
 } // namespace tb5exporter

@@ -14,7 +14,8 @@
 // What the toolkit has and tb5-exporter does not (client certificates,
 // cipher lists, http_server_config) is refused by name rather than ignored,
 // as are unknown keys: a setting that is silently dropped is a hole.
-#pragma once
+#ifndef TB5_EXPORTER_WEB_CONFIG_HPP
+#define TB5_EXPORTER_WEB_CONFIG_HPP
 
 #include <map>
 #include <string>
@@ -34,11 +35,14 @@ struct WebConfig {
 	bool check_password(const std::string &user, const std::string &password) const;
 };
 
-// Reads and checks @path. False with *error naming the file and the key.
-bool load_web_config(const std::string &path, WebConfig *out, std::string *error);
+// Reads and checks @path. Throws tb5::tools::UsageError naming the file and
+// the key.
+WebConfig load_web_config(const std::string &path);
 
 // Parses @yaml (the file's text; @dir resolves relative paths). For tests.
-bool parse_web_config(const std::string &yaml, const std::string &dir, WebConfig *out,
-		    std::string *error);
+// Throws tb5::tools::UsageError naming the key.
+WebConfig parse_web_config(const std::string &yaml, const std::string &dir);
 
 } // namespace tb5exporter
+
+#endif // TB5_EXPORTER_WEB_CONFIG_HPP

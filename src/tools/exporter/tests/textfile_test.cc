@@ -4,6 +4,8 @@
 // written whole, replaced whole, nothing else left in the directory.
 #include "textfile.hpp"
 
+#include "errors.hpp"
+
 #include <gtest/gtest.h>
 
 #include <dirent.h>
@@ -43,10 +45,9 @@ TEST(Textfile, WrittenAndReplacedWhole)
 	char tmpl[] = "/tmp/tb5-textfile-XXXXXX";
 	const char *dir = mkdtemp(tmpl);
 	ASSERT_TRUE(dir);
-	std::string error;
-	ASSERT_TRUE(tb5exporter::write_textfile(dir, "tb5_up 1\n", &error)) << error;
+	tb5exporter::write_textfile(dir, "tb5_up 1\n");
 	EXPECT_EQ(read(std::string(dir) + "/tb5.prom"), "tb5_up 1\n");
-	ASSERT_TRUE(tb5exporter::write_textfile(dir, "tb5_up 0\n", &error)) << error;
+	tb5exporter::write_textfile(dir, "tb5_up 0\n");
 	EXPECT_EQ(read(std::string(dir) + "/tb5.prom"), "tb5_up 0\n");
 	EXPECT_EQ(entries(dir), std::vector<std::string>{"tb5.prom"});
 	struct stat st;
@@ -57,9 +58,13 @@ TEST(Textfile, WrittenAndReplacedWhole)
 
 TEST(Textfile, ADirectoryItCannotWriteIsNamed)
 {
-	std::string error;
-	EXPECT_FALSE(tb5exporter::write_textfile("/nonexistent-tb5-dir", "x\n", &error));
-	EXPECT_NE(error.find("/nonexistent-tb5-dir"), std::string::npos) << error;
+	try {
+		tb5exporter::write_textfile("/nonexistent-tb5-dir", "x\n");
+		ADD_FAILURE() << "written";
+	} catch (const tb5::tools::Error &e) {
+		EXPECT_NE(std::string(e.what()).find("/nonexistent-tb5-dir"), std::string::npos)
+			<< e.what();
+	}
 }
 
 } // namespace

@@ -4,6 +4,8 @@
 // refuses by name, and basic auth's password check.
 #include "web_config.hpp"
 
+#include "errors.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -13,37 +15,39 @@
 
 namespace {
 
+using tb5::tools::UsageError;
 using tb5exporter::parse_web_config;
 using tb5exporter::WebConfig;
 
 // bcrypt of "right-pass" at cost 4 (cheap for a test; real ones use 10+).
 const char kHash[] = "$2b$04$ll6qxiijvygHYrLTpUIwB.3C4LHBA5Pt3mAlGCm39K08k0N5g2QYy";
 
+// The message of the UsageError that parsing @yaml throws.
 std::string refusal(const std::string &yaml, const std::string &dir = "/nonexistent")
 {
-	WebConfig c;
-	std::string error;
-	EXPECT_FALSE(parse_web_config(yaml, dir, &c, &error)) << yaml;
-	return error;
+	try {
+		parse_web_config(yaml, dir);
+	} catch (const UsageError &e) {
+		return e.what();
+	}
+	ADD_FAILURE() << "accepted: " << yaml;
+	return "";
 }
 
 TEST(WebConfig, EmptyMeansPlainHttpWithoutAuth)
 {
-	WebConfig c;
-	std::string error;
-	ASSERT_TRUE(parse_web_config("", ".", &c, &error)) << error;
+	WebConfig c = parse_web_config("", ".");
 	EXPECT_FALSE(c.tls);
 	EXPECT_TRUE(c.users.empty());
-	ASSERT_TRUE(parse_web_config("# nothing\n", ".", &c, &error)) << error;
+	c = parse_web_config("# nothing\n", ".");
+	EXPECT_FALSE(c.tls);
+	EXPECT_TRUE(c.users.empty());
 }
 
 TEST(WebConfig, BasicAuthUsers)
 {
-	WebConfig c;
-	std::string error;
-	ASSERT_TRUE(parse_web_config(std::string("basic_auth_users:\n  prom: ") + kHash + "\n", ".",
-				   &c, &error))
-		<< error;
+	const WebConfig c =
+		parse_web_config(std::string("basic_auth_users:\n  prom: ") + kHash + "\n", ".");
 	ASSERT_EQ(c.users.size(), 1u);
 	EXPECT_TRUE(c.check_password("prom", "right-pass"));
 	EXPECT_FALSE(c.check_password("prom", "wrong-pass"));
@@ -88,9 +92,7 @@ TEST(WebConfig, TlsFilesRelativeToTheConfig)
 	std::ofstream(std::string(dir) + "/x.key") << "KEY";
 	std::ofstream(std::string(dir) + "/web.yml")
 		<< "tls_server_config:\n  cert_file: x.crt\n  key_file: x.key\n  min_version: TLS13\n";
-	WebConfig c;
-	std::string error;
-	ASSERT_TRUE(tb5exporter::load_web_config(std::string(dir) + "/web.yml", &c, &error)) << error;
+	const WebConfig c = tb5exporter::load_web_config(std::string(dir) + "/web.yml");
 	EXPECT_TRUE(c.tls);
 	EXPECT_EQ(c.cert_pem, "CERT");
 	EXPECT_EQ(c.key_pem, "KEY");
@@ -99,8 +101,13 @@ TEST(WebConfig, TlsFilesRelativeToTheConfig)
 	WebConfig d;
 	d.min_version = "TLS12";
 	EXPECT_EQ(d.tls_priorities(), "NORMAL:-VERS-TLS1.0:-VERS-TLS1.1");
-	EXPECT_FALSE(tb5exporter::load_web_config(std::string(dir) + "/none.yml", &c, &error));
-	EXPECT_NE(error.find("none.yml: cannot be read"), std::string::npos) << error;
+	try {
+		tb5exporter::load_web_config(std::string(dir) + "/none.yml");
+		ADD_FAILURE() << "none.yml loaded";
+	} catch (const UsageError &e) {
+		EXPECT_NE(std::string(e.what()).find("none.yml: cannot be read"), std::string::npos)
+			<< e.what();
+	}
 	(void)!std::system(("rm -rf '" + std::string(dir) + "'").c_str());
 }
 
