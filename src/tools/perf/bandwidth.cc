@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // bandwidth.cc - bw, bibw, streams.
-#include "bandwidth.hpp"
+#include "measure.hpp"
 
 #include <memory>
 #include <vector>

@@ -10,10 +10,9 @@
 #include <cerrno>
 #include <thread>
 
-#include "bandwidth.hpp"
 #include "clock.hpp"
 #include "errors.hpp"
-#include "latency.hpp"
+#include "measure.hpp"
 #include "memory_kind.hpp"
 #include "plot.hpp"
 #include "progress.hpp"
@@ -160,7 +159,7 @@ void Client::connect(uint64_t host, uint64_t service, uint64_t buffer_bytes,
 	peer_.ring_size = static_cast<uint32_t>(welcome.v[kWelRing]);
 	peer_.speed_mbps = static_cast<uint32_t>(welcome.v[kWelSpeed]);
 	peer_.backend = static_cast<uint32_t>(welcome.v[kWelBackend]);
-	const auto peer_memory = memory_from_wire(welcome.aux);
+	const auto peer_memory = by_number(kMemoryNames, welcome.aux);
 	peer_.memory = peer_memory ? std::string(memory_name(*peer_memory))
 				   : "unknown";
 	peer_.version = text(welcome);

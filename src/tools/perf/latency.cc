@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // latency.cc - ping-pong, with or without a bulk load beside it.
-#include "latency.hpp"
+#include "measure.hpp"
 
 #include <algorithm>
 #include <deque>
@@ -53,6 +53,23 @@ std::unique_ptr<Pipe> make_bulk(Conn &conn, const RunSpec &spec, bool send)
 	return std::make_unique<Pipe>(cfg);
 }
 
+// What each end of a ping-pong works with: data endpoint 0, the buffers,
+// and the bulk stream of lat-load (which the client sends).
+struct End {
+	End(Conn &conn, const RunSpec &spec, bool client)
+		: ep((check_fits(conn, spec), conn.data(0))), tx(conn.send_region()),
+		  rx(conn.recv_region()), verify(spec.flags & kRunVerify),
+		  bulk(make_bulk(conn, spec, client))
+	{
+	}
+
+	tb5_endpoint *ep;
+	Region &tx;
+	Region &rx;
+	const bool verify;
+	std::unique_ptr<Pipe> bulk;
+};
+
 void post(tb5_endpoint *ep, Region &region, bool send, uint32_t slot,
 	  uint64_t size, uint32_t tag, UdKind kind)
 {
@@ -62,6 +79,29 @@ void post(tb5_endpoint *ep, Region &region, bool send, uint32_t slot,
 					make_ud(kind, 0, slot));
 	if (ret < 0)
 		throw_api(send ? "tb5_send" : "tb5_recv", ret);
+}
+
+// The receives posted ahead before the first message: how many.
+uint64_t post_first_receives(tb5_endpoint *ep, Region &rx, const RunSpec &spec,
+			     uint32_t tag, UdKind kind)
+{
+	const uint64_t n = std::min<uint64_t>(kAhead, spec.count);
+
+	for (uint64_t i = 0; i < n; i++)
+		post(ep, rx, false, i % kAhead, spec.size, tag, kind);
+	return n;
+}
+
+// A completion that is neither a ping nor a pong, on either end: the bulk
+// load's, else a protocol error.
+void complete_bulk(const tb5_wc &wc, Pipe *bulk)
+{
+	if (ud_kind_of(wc.user_data) != kUdPipe)
+		throw Error("protocol error: an unexpected completion during "
+			    "ping-pong");
+	if (!bulk)
+		throw Error("protocol error: bulk data without load");
+	bulk->complete(wc);
 }
 
 // Checks a received ping or pong; "" when good.
@@ -83,12 +123,7 @@ std::string check_message(const tb5_wc &wc, const RunSpec &spec,
 
 RunResult client_ping_pong(Conn &conn, const RunSpec &spec)
 {
-	check_fits(conn, spec);
-	tb5_endpoint *ep = conn.data(0);
-	Region &tx = conn.send_region();
-	Region &rx = conn.recv_region();
-	const bool verify = spec.flags & kRunVerify;
-	std::unique_ptr<Pipe> bulk = make_bulk(conn, spec, true);
+	End e(conn, spec, true);
 	bool ping_busy[kAhead] = {};
 	uint64_t pongs = 0;		// received so far
 	uint64_t pong_bytes = 0;
@@ -109,39 +144,30 @@ RunResult client_ping_pong(Conn &conn, const RunSpec &spec)
 				pong_bytes = wc.bytes;
 				pongs++;
 				break;
-			case kUdPipe:
-				if (!bulk)
-					throw Error("protocol error: bulk data "
-						    "without load");
-				bulk->complete(wc);
-				break;
 			default:
-				throw Error("protocol error: an unexpected "
-					    "completion during ping-pong");
+				complete_bulk(wc, e.bulk.get());
 			}
 		}
 	};
 
-	for (; pong_posted < std::min<uint64_t>(kAhead, spec.count); pong_posted++)
-		post(ep, rx, false, pong_posted % kAhead, spec.size, kTagPong,
-		     kUdPong);
+	pong_posted = post_first_receives(e.ep, e.rx, spec, kTagPong, kUdPong);
 	conn.send_ctl(to_ctl(spec));
 	while (!conn.take_ctl(CtlType::kReady))
 		dispatch(conn.poll());
 	const uint64_t start = now_ns();
-	if (bulk)
-		bulk->start();
+	if (e.bulk)
+		e.bulk->start();
 	r.samples_ns.resize(spec.count);
 	for (uint64_t i = 0; i < spec.count; i++) {
 		const uint32_t slot = i % kAhead;
 
 		while (ping_busy[slot])
 			dispatch(conn.poll());
-		if (verify)
-			fill_pattern(tx.data() + slot * spec.size, spec.size,
+		if (e.verify)
+			fill_pattern(e.tx.data() + slot * spec.size, spec.size,
 				    pattern_seed(spec.size, i, 0, kPingDir));
 		const uint64_t t0 = now_ns();
-		post(ep, tx, true, slot, spec.size, kTagPing, kUdPing);
+		post(e.ep, e.tx, true, slot, spec.size, kTagPing, kUdPing);
 		ping_busy[slot] = true;
 		while (pongs <= i)
 			dispatch(conn.poll());
@@ -151,43 +177,43 @@ RunResult client_ping_pong(Conn &conn, const RunSpec &spec)
 		tb5_wc got = {};
 		got.bytes = pong_bytes;
 		const std::string bad = check_message(
-			got, spec, rx.data() + slot * spec.size, i, kPongDir);
+			got, spec, e.rx.data() + slot * spec.size, i, kPongDir);
 		if (!bad.empty())
 			throw Error(conn.phase() + ": verification failed: pong " +
 				    bad);
 		if (pong_posted < spec.count) {
-			post(ep, rx, false, pong_posted % kAhead, spec.size,
+			post(e.ep, e.rx, false, pong_posted % kAhead, spec.size,
 			     kTagPong, kUdPong);
 			pong_posted++;
 		}
 	}
-	if (bulk) {
-		bulk->finish();
-		while (!bulk->done())
+	if (e.bulk) {
+		e.bulk->finish();
+		while (!e.bulk->done())
 			dispatch(conn.poll());
 	}
 	const uint64_t end = now_ns();
 	while (std::any_of(ping_busy, ping_busy + kAhead, [](bool b) { return b; }))
 		dispatch(conn.poll());
-	if (bulk) {
+	if (e.bulk) {
 		CtlMsg msg = make_ctl(CtlType::kEnd);
-		msg.count = bulk->completed();
+		msg.count = e.bulk->completed();
 		conn.send_ctl(msg);
 	}
 	std::optional<CtlMsg> done;
 	while (!(done = conn.take_ctl(CtlType::kDone)))
 		dispatch(conn.poll());
 	check_done(*done, conn.phase());
-	if (bulk && done->v[kDoneBulk] != bulk->bytes())
+	if (e.bulk && done->v[kDoneBulk] != e.bulk->bytes())
 		throw Error(conn.phase() + ": the server received " +
 			    std::to_string(done->v[kDoneBulk]) +
-			    " bulk bytes of " + std::to_string(bulk->bytes()));
+			    " bulk bytes of " + std::to_string(e.bulk->bytes()));
 
 	r.seconds = seconds(end - start);
 	r.messages = spec.count;
 	r.bytes = 2 * spec.count * spec.size;
-	if (bulk) {
-		r.load_bytes = bulk->bytes();
+	if (e.bulk) {
+		r.load_bytes = e.bulk->bytes();
 		r.load_seconds = r.seconds;
 	}
 	return r;
@@ -195,12 +221,7 @@ RunResult client_ping_pong(Conn &conn, const RunSpec &spec)
 
 CtlMsg server_ping_pong(Conn &conn, const RunSpec &spec)
 {
-	check_fits(conn, spec);
-	tb5_endpoint *ep = conn.data(0);
-	Region &tx = conn.send_region();
-	Region &rx = conn.recv_region();
-	const bool verify = spec.flags & kRunVerify;
-	std::unique_ptr<Pipe> bulk = make_bulk(conn, spec, false);
+	End e(conn, spec, false);
 	bool pong_busy[kAhead] = {};
 	std::deque<uint64_t> pong_due;	// pongs waiting for their slot
 	uint64_t pings = 0, ping_posted = 0, pongs_done = 0, errors = 0;
@@ -209,10 +230,10 @@ CtlMsg server_ping_pong(Conn &conn, const RunSpec &spec)
 
 	auto send_pong = [&](uint64_t seq) {
 		const uint32_t slot = seq % kAhead;
-		if (verify)
-			fill_pattern(tx.data() + slot * spec.size, spec.size,
+		if (e.verify)
+			fill_pattern(e.tx.data() + slot * spec.size, spec.size,
 				    pattern_seed(spec.size, seq, 0, kPongDir));
-		post(ep, tx, true, slot, spec.size, kTagPong, kUdPong);
+		post(e.ep, e.tx, true, slot, spec.size, kTagPong, kUdPong);
 		pong_busy[slot] = true;
 	};
 	auto dispatch = [&](std::span<const tb5_wc> wcs) {
@@ -222,7 +243,7 @@ CtlMsg server_ping_pong(Conn &conn, const RunSpec &spec)
 			case kUdPing: {
 				const uint64_t seq = pings++;
 				const std::string bad = check_message(
-					wc, spec, rx.data() + slot * spec.size,
+					wc, spec, e.rx.data() + slot * spec.size,
 					seq, kPingDir);
 				if (!bad.empty() && !errors++)
 					first_error = "ping " + bad;
@@ -231,7 +252,7 @@ CtlMsg server_ping_pong(Conn &conn, const RunSpec &spec)
 				else
 					send_pong(seq);
 				if (ping_posted < spec.count) {
-					post(ep, rx, false, slot, spec.size,
+					post(e.ep, e.rx, false, slot, spec.size,
 					     kTagPing, kUdPing);
 					ping_posted++;
 				}
@@ -246,46 +267,37 @@ CtlMsg server_ping_pong(Conn &conn, const RunSpec &spec)
 					pong_due.pop_front();
 				}
 				break;
-			case kUdPipe:
-				if (!bulk)
-					throw Error("protocol error: bulk data "
-						    "without load");
-				bulk->complete(wc);
-				break;
 			default:
-				throw Error("protocol error: an unexpected "
-					    "completion during ping-pong");
+				complete_bulk(wc, e.bulk.get());
 			}
 		}
 	};
 
-	for (; ping_posted < std::min<uint64_t>(kAhead, spec.count); ping_posted++)
-		post(ep, rx, false, ping_posted % kAhead, spec.size, kTagPing,
-		     kUdPing);
-	if (bulk)
-		bulk->start();
+	ping_posted = post_first_receives(e.ep, e.rx, spec, kTagPing, kUdPing);
+	if (e.bulk)
+		e.bulk->start();
 	conn.send_ctl(make_ctl(CtlType::kReady));
 	while (pongs_done < spec.count)
 		dispatch(conn.poll());
-	if (bulk) {
+	if (e.bulk) {
 		for (;;) {
 			if (!bulk_total)
 				if (auto end = conn.take_ctl(CtlType::kEnd))
 					bulk_total = end->count;
-			if (bulk_total && bulk->completed() >= *bulk_total)
+			if (bulk_total && e.bulk->completed() >= *bulk_total)
 				break;
 			dispatch(conn.poll());
 		}
-		if (bulk->errors() && !errors)
-			first_error = "bulk " + bulk->first_error();
-		errors += bulk->errors();
+		if (e.bulk->errors() && !errors)
+			first_error = "bulk " + e.bulk->first_error();
+		errors += e.bulk->errors();
 	}
 
 	CtlMsg done = make_ctl(CtlType::kDone);
 	done.v[kDoneBytes] = pings * spec.size;
 	done.v[kDoneMessages] = pings;
 	done.v[kDoneErrors] = errors;
-	done.v[kDoneBulk] = bulk ? bulk->bytes() : 0;
+	done.v[kDoneBulk] = e.bulk ? e.bulk->bytes() : 0;
 	set_text(done, first_error);
 	return done;
 }

@@ -31,17 +31,15 @@
 #include "live_counters.hpp"
 
 namespace tb5perf {
-namespace {
 
-// A fabric name no other run uses: [A-Za-z0-9_.-], at most 64 characters.
-std::string unique_fabric()
+std::string unique_fabric(const char *prefix)
 {
 	uint32_t r = 0;
 	char buf[64];
 
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		r = static_cast<uint32_t>(now_ns());
-	snprintf(buf, sizeof(buf), "tb5perf-%d-%08" PRIx32, getpid(), r);
+	snprintf(buf, sizeof(buf), "%s-%d-%08" PRIx32, prefix, getpid(), r);
 	return buf;
 }
 
@@ -64,6 +62,24 @@ void set_sim(const std::string &spec)
 		throw Error(std::string("setenv: ") + strerror(errno));
 }
 
+pid_t fork_child()
+{
+	const pid_t parent = getpid();
+	const pid_t pid = fork();
+
+	if (pid < 0)
+		throw Error(std::string("fork: ") + strerror(errno));
+	if (pid == 0) {
+		// Die with the parent, even if it is killed.
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(kExitFailed);
+	}
+	return pid;
+}
+
+namespace {
+
 // The server child process of --sim.
 class Child {
 public:
@@ -84,16 +100,8 @@ public:
 		for (const std::string &e : env_store)
 			envp.push_back(const_cast<char *>(e.c_str()));
 		envp.push_back(nullptr);
-		const pid_t parent = getpid();
-
-		pid_ = fork();
-		if (pid_ < 0)
-			throw Error(std::string("fork: ") + strerror(errno));
+		pid_ = fork_child();
 		if (pid_ == 0) {
-			// Die with the parent, even if it is killed.
-			prctl(PR_SET_PDEATHSIG, SIGTERM);
-			if (getppid() != parent)
-				_exit(kExitFailed);
 			// The JSON on our stdout is the parent's.
 			const int null = open("/dev/null", O_WRONLY);
 			if (null >= 0)
@@ -235,7 +243,7 @@ int counters_command(bool json)
 int run_loop(const Options &opt)
 {
 	if (opt.sim)
-		set_sim(sim_spec(unique_fabric(), opt, "hosts=1,loop=1"));
+		set_sim(sim_spec(unique_fabric("tb5perf"), opt, "hosts=1,loop=1"));
 
 	const std::vector<tb5_link_info> links = list_links();
 	const tb5_link_info *server_end = nullptr, *client_end = nullptr;
@@ -318,7 +326,7 @@ int run_sim(const Options &opt)
 	// server, and the client runs every test against each in turn,
 	// over the cable to it (sim_h<j>).
 	const uint32_t n = opt.sim_hosts;
-	const std::string fabric = unique_fabric();
+	const std::string fabric = unique_fabric("tb5perf");
 	const std::string hosts = "hosts=" + std::to_string(n);
 	const std::string ours = sim_spec(fabric, opt, hosts + ",host=0,loop=0");
 	char service[24], timeout[32];

@@ -13,9 +13,28 @@
 #ifndef TB5_PERF_LAUNCH_HPP
 #define TB5_PERF_LAUNCH_HPP
 
+#include <sys/types.h>
+
+#include <string>
+
 #include "options.hpp"
 
 namespace tb5perf {
+
+// A fabric name no other run uses, "<prefix>-<pid>-<random>":
+// [A-Za-z0-9_.-], at most 64 characters.
+std::string unique_fabric(const char *prefix);
+// A TB5_SIM value: @fabric, then --sim-options, then @ours (which decide).
+// Throws UsageError for --sim-options that name a fabric.
+std::string sim_spec(const std::string &fabric, const Options &opt,
+		    const std::string &ours);
+// Sets TB5_SIM to @spec; throws Error when it cannot.
+void set_sim(const std::string &spec);
+
+// fork() for a child that dies with this process, however it ends
+// (PR_SET_PDEATHSIG): 0 in the child, its pid here. Throws Error when
+// fork() fails.
+pid_t fork_child();
 
 int run_loop(const Options &opt);
 int run_sim(const Options &opt);

@@ -6,8 +6,9 @@
 #define TB5_PERF_MEMORY_KIND_HPP
 
 #include <cstdint>
-#include <optional>
 #include <string_view>
+
+#include "names.hpp"
 
 namespace tb5perf {
 
@@ -18,31 +19,15 @@ enum class Memory : uint32_t {
 	kUdmabuf = 1,	// a dma-buf of /dev/udmabuf, tb5_reg_dmabuf()
 };
 
-constexpr Memory kAllMemory[] = {Memory::kHost, Memory::kUdmabuf};
+// In the order --help lists them.
+constexpr Named<Memory> kMemoryNames[] = {
+	{Memory::kHost, "host"},
+	{Memory::kUdmabuf, "udmabuf"},
+};
 
 constexpr std::string_view memory_name(Memory m)
 {
-	switch (m) {
-	case Memory::kHost: return "host";
-	case Memory::kUdmabuf: return "udmabuf";
-	}
-	return "?";
-}
-
-inline std::optional<Memory> memory_from_name(std::string_view name)
-{
-	for (Memory m : kAllMemory)
-		if (memory_name(m) == name)
-			return m;
-	return std::nullopt;
-}
-
-inline std::optional<Memory> memory_from_wire(uint64_t v)
-{
-	for (Memory m : kAllMemory)
-		if (static_cast<uint64_t>(m) == v)
-			return m;
-	return std::nullopt;
+	return name_of(kMemoryNames, m);
 }
 
 } // namespace tb5perf

@@ -33,8 +33,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,6 +50,7 @@
 
 #include "clock.hpp"
 #include "errors.hpp"
+#include "launch.hpp"
 #include "nccl_net_abi.h"
 #include "report.hpp"
 
@@ -648,26 +647,10 @@ double rate_gbps(const std::string &sim_options)
 	return 0;
 }
 
-std::string new_fabric_name()
+// TB5_SIM for rank @host of the two.
+void join_fabric(const std::string &fabric, const Options &opt, uint32_t host)
 {
-	uint32_t r = 0;
-	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-		r = (uint32_t)now_ns();
-	char buf[64];
-	snprintf(buf, sizeof(buf), "tb5nccl-%d-%08" PRIx32, getpid(), r);
-	return buf;
-}
-
-void set_sim(const std::string &fabric, const Options &opt, uint32_t host)
-{
-	if (opt.sim_options.find(':') != std::string::npos)
-		throw UsageError("--sim-options: key=value[,key=value...], without the "
-				 "fabric name");
-	std::string spec = fabric + ":";
-	if (!opt.sim_options.empty())
-		spec += opt.sim_options + ",";
-	spec += "hosts=2,host=" + std::to_string(host) + ",loop=0";
-	setenv("TB5_SIM", spec.c_str(), 1);
+	set_sim(sim_spec(fabric, opt, "hosts=2,host=" + std::to_string(host) + ",loop=0"));
 }
 
 int run_rank1(const Options &opt, int fd)
@@ -707,21 +690,15 @@ std::string human(uint64_t n)
 int run_nccl(const Options &opt)
 {
 	g_log_info = getenv("TB5_PERF_NCCL_LOG") != nullptr;
-	const std::string fabric = new_fabric_name();
+	const std::string fabric = unique_fabric("tb5nccl");
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		throw Error(std::string("socketpair: ") + strerror(errno));
 	fflush(nullptr);
-	const pid_t parent = getpid();
-	const pid_t pid = fork();
-	if (pid < 0)
-		throw Error(std::string("fork: ") + strerror(errno));
+	const pid_t pid = fork_child();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != parent)
-			_exit(kExitFailed);
 		close(sv[0]);
-		set_sim(fabric, opt, 1);
+		join_fabric(fabric, opt, 1);
 		// exit(), not _exit(): the plugin's trace is written at exit.
 		exit(run_rank1(opt, sv[1]));
 	}
@@ -741,7 +718,7 @@ int run_nccl(const Options &opt)
 		}
 	} child{pid, sv[0]};
 
-	set_sim(fabric, opt, 0);
+	join_fabric(fabric, opt, 0);
 	const double rate = rate_gbps(opt.sim_options);
 	nlohmann::json doc;
 	doc["tool"] = "tb5-perf";

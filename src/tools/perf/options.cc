@@ -61,11 +61,11 @@ void parse_tests(const std::vector<std::string> &names, Options &out)
 	out.tests.clear();
 	for (const std::string &name : names) {
 		if (name == "all") {
-			for (Test t : kAllTests)
-				out.tests.push_back(t);
+			for (const Named<Test> &t : kTestNames)
+				out.tests.push_back(t.value);
 			continue;
 		}
-		auto t = test_from_name(name);
+		auto t = by_name(kTestNames, name);
 		if (!t)
 			throw UsageError("--test: unknown test \"" + name +
 					 "\" (bw, bibw, lat, jitter, lat-load, "
@@ -334,7 +334,7 @@ int parse_options(int argc, char **argv, Options &out)
 		if (!max_inflight.empty())
 			out.max_inflight =
 				size_option(max_inflight, "--max-inflight");
-		const auto m = memory_from_name(memory);
+		const auto m = by_name(kMemoryNames, memory);
 		if (!m)
 			throw UsageError("--memory: unknown memory \"" + memory +
 					 "\" (host, udmabuf)");

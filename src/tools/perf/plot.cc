@@ -103,6 +103,23 @@ std::vector<const Row *> rows_of(const std::vector<Row> &rows, Test t)
 	return out;
 }
 
+// The rows of @t as an inline data block: "$<test> << EOD", a comment that
+// names the @columns after the size, a line per row (its size, then
+// @values(row)), "EOD". Nothing when @t has no rows.
+template <typename Values>
+void data_block(std::ostream &s, const std::vector<Row> &rows, Test t, const char *columns,
+		Values values)
+{
+	const auto rs = rows_of(rows, t);
+
+	if (rs.empty())
+		return;
+	s << block(t) << " << EOD\n# size " << columns << "\n";
+	for (const Row *r : rs)
+		s << r->size << " " << values(*r) << "\n";
+	s << "EOD\n";
+}
+
 // The env's string at @key of @obj ("" if absent or not a string).
 std::string str(const nlohmann::json &env, const char *obj, const char *key)
 {
@@ -411,27 +428,13 @@ std::string plot_script(const std::vector<Row> &rows, const nlohmann::json &env,
 		     "}\n";
 	}
 	s << "set encoding utf8\n";
-	for (Test t : kBwTests) {
-		const auto rs = rows_of(rows, t);
-		if (rs.empty())
-			continue;
-		s << block(t) << " << EOD\n# size GB/s\n";
-		for (const Row *r : rs)
-			s << r->size << " " << num(r->gbps) << "\n";
-		s << "EOD\n";
-	}
-	for (Test t : kLatTests) {
-		const auto rs = rows_of(rows, t);
-		if (rs.empty())
-			continue;
-		s << block(t) << " << EOD\n# size p50(us) p99(us) min(us) max(us)\n";
-		for (const Row *r : rs)
-			s << r->size << " " << num(r->lat->p50 / 1000) << " "
-			  << num(r->lat->p99 / 1000) << " "
-			  << num(r->lat->min / 1000) << " "
-			  << num(r->lat->max / 1000) << "\n";
-		s << "EOD\n";
-	}
+	for (Test t : kBwTests)
+		data_block(s, rows, t, "GB/s", [](const Row &r) { return num(r.gbps); });
+	for (Test t : kLatTests)
+		data_block(s, rows, t, "p50(us) p99(us) min(us) max(us)", [](const Row &r) {
+			return num(r.lat->p50 / 1000) + " " + num(r.lat->p99 / 1000) + " " +
+			       num(r.lat->min / 1000) + " " + num(r.lat->max / 1000);
+		});
 	s << "set grid\n"
 	     "set logscale x 2\n"
 	     "set multiplot layout " << std::max(panels, 1) << ",1 title "

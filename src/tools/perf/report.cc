@@ -199,21 +199,21 @@ void Report::print_row(const Row &r)
 	case Test::kLat: {
 		const LatencySummary &l = *r.lat;
 		print("  %10s %10" PRIu64 " %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n",
-		      size.c_str(), r.iters, us(l.min), us(l.p50), us(l.p99),
+		      size.c_str(), r.count, us(l.min), us(l.p50), us(l.p99),
 		      us(l.p999), us(l.max), us(l.mean));
 		break;
 	}
 	case Test::kJitter: {
 		const LatencySummary &l = *r.lat;
 		print("  %10s %10" PRIu64 " %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n",
-		      size.c_str(), r.iters, us(l.mean), us(l.stddev), us(l.p50),
+		      size.c_str(), r.count, us(l.mean), us(l.stddev), us(l.p50),
 		      us(l.p99), us(l.p99 - l.p50), us(l.ipdv));
 		break;
 	}
 	case Test::kLatLoad: {
 		const LatencySummary &l = *r.lat;
 		print("  %10s %10" PRIu64 " %9.2f %9.2f %9.2f %9.2f %9.2f %10.3f\n",
-		      size.c_str(), r.iters, us(l.min), us(l.p50), us(l.p99),
+		      size.c_str(), r.count, us(l.min), us(l.p50), us(l.p99),
 		      us(l.p999), us(l.max), r.load_gbps);
 		break;
 	}
@@ -261,7 +261,7 @@ nlohmann::json Report::row_json(const Row &r)
 	nlohmann::json j = {
 		{"test", std::string(test_name(r.test))},
 		{"size", r.size},
-		{"iters", r.iters},
+		{"iters", r.count},
 		{"window", r.window},
 		{"streams", r.streams},
 		{"seconds", r.seconds},
@@ -370,7 +370,7 @@ std::string Report::csv() const
 		snprintf(line, sizeof(line),
 			 "%s,%" PRIu64 ",%" PRIu64 ",%u,%u,%.6f,%" PRIu64
 			 ",%" PRIu64 ",%.4f,%.1f,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s\n",
-			 std::string(test_name(r.test)).c_str(), r.size, r.iters,
+			 std::string(test_name(r.test)).c_str(), r.size, r.count,
 			 r.window, r.streams, r.seconds, r.bytes, r.messages,
 			 r.gbps, r.msgs_per_s, mc.c_str(), ratio.c_str(),
 			 lat.c_str(),

@@ -16,17 +16,14 @@
 
 #include "options.hpp"
 #include "progress.hpp"
+#include "run.hpp"
 #include "stats.hpp"
 #include "test_kind.hpp"
 
 namespace tb5perf {
 
-struct Row {
-	Test test = Test::kBw;
-	uint64_t size = 0;
-	uint64_t iters = 0;		// messages per stream, or ping-pongs
-	uint32_t window = 0;
-	uint32_t streams = 1;
+// One run (the RunSpec that was asked for) and what it measured.
+struct Row : RunSpec {
 	double seconds = 0;
 	uint64_t bytes = 0;		// payload, both directions for bibw
 	uint64_t messages = 0;
@@ -44,8 +41,7 @@ struct Row {
 	std::optional<double> cpu_server;
 	std::optional<LatencySummary> lat;	// ns
 	std::vector<HistogramBucket> histogram;
-	uint64_t load_size = 0;		// lat-load
-	double load_gbps = 0;
+	double load_gbps = 0;		// lat-load
 	bool verified = false;
 };
 

@@ -41,18 +41,14 @@ CtlMsg to_ctl(const RunSpec &spec)
 
 RunSpec from_ctl(const CtlMsg &msg)
 {
-	RunSpec spec;
-	auto test = test_from_wire(msg.test);
+	const auto test = by_number(kTestNames, msg.test);
 
 	if (!test)
 		throw Error("RUN of unknown test " + std::to_string(msg.test));
-	spec.test = *test;
-	spec.size = msg.size;
-	spec.count = msg.count;
-	spec.window = msg.window;
-	spec.streams = msg.streams;
-	spec.flags = msg.flags;
-	spec.load_size = msg.aux;
+	// to_ctl()'s fields back, in RunSpec's order.
+	const RunSpec spec = {.test = *test, .size = msg.size, .count = msg.count,
+			      .window = msg.window, .streams = msg.streams,
+			      .flags = msg.flags, .load_size = msg.aux};
 	if (!spec.size || !spec.count || !spec.window || !spec.streams ||
 	    spec.window > 65536 || spec.streams > 1024 ||
 	    spec.count > (1ull << 40) ||

@@ -7,11 +7,10 @@
 #include <cstring>
 #include <thread>
 
-#include "bandwidth.hpp"
 #include "clock.hpp"
 #include "environment.hpp"
 #include "errors.hpp"
-#include "latency.hpp"
+#include "measure.hpp"
 #include "run.hpp"
 #include "units.hpp"
 

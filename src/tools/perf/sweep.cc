@@ -204,11 +204,7 @@ Row Sweep::make_row(const RunSpec &spec, RunResult &r)
 {
 	Row row;
 
-	row.test = spec.test;
-	row.size = spec.size;
-	row.iters = spec.count;
-	row.window = spec.window;
-	row.streams = spec.streams;
+	static_cast<RunSpec &>(row) = spec;
 	row.seconds = r.seconds;
 	row.bytes = r.bytes;
 	row.messages = r.messages;
@@ -241,12 +237,8 @@ Row Sweep::make_row(const RunSpec &spec, RunResult &r)
 		if (opt_.histogram)
 			row.histogram = log_histogram(r.samples_ns);
 	}
-	if (spec.test == Test::kLatLoad) {
-		row.load_size = spec.load_size;
-		if (r.load_seconds > 0)
-			row.load_gbps = static_cast<double>(r.load_bytes) /
-					r.load_seconds / 1e9;
-	}
+	if (spec.test == Test::kLatLoad && r.load_seconds > 0)
+		row.load_gbps = static_cast<double>(r.load_bytes) / r.load_seconds / 1e9;
 	if (opt_.memcpy && !is_latency_test(spec.test)) {
 		progress_.update(std::string(test_name(spec.test)) + " " +
 					 format_size(spec.size) + ": memcpy",

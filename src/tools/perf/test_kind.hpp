@@ -5,8 +5,9 @@
 #define TB5_PERF_TEST_KIND_HPP
 
 #include <cstdint>
-#include <optional>
 #include <string_view>
+
+#include "names.hpp"
 
 namespace tb5perf {
 
@@ -19,36 +20,19 @@ enum class Test : uint32_t {
 	kStreams = 6,	// unidirectional bandwidth over N endpoints at once
 };
 
-constexpr Test kAllTests[] = {Test::kBw,     Test::kBibw,    Test::kLat,
-			      Test::kJitter, Test::kLatLoad, Test::kStreams};
+// In the order `--test all` runs them.
+constexpr Named<Test> kTestNames[] = {
+	{Test::kBw, "bw"},
+	{Test::kBibw, "bibw"},
+	{Test::kLat, "lat"},
+	{Test::kJitter, "jitter"},
+	{Test::kLatLoad, "lat-load"},
+	{Test::kStreams, "streams"},
+};
 
 constexpr std::string_view test_name(Test t)
 {
-	switch (t) {
-	case Test::kBw: return "bw";
-	case Test::kBibw: return "bibw";
-	case Test::kLat: return "lat";
-	case Test::kJitter: return "jitter";
-	case Test::kLatLoad: return "lat-load";
-	case Test::kStreams: return "streams";
-	}
-	return "?";
-}
-
-inline std::optional<Test> test_from_name(std::string_view name)
-{
-	for (Test t : kAllTests)
-		if (test_name(t) == name)
-			return t;
-	return std::nullopt;
-}
-
-inline std::optional<Test> test_from_wire(uint32_t v)
-{
-	for (Test t : kAllTests)
-		if (static_cast<uint32_t>(t) == v)
-			return t;
-	return std::nullopt;
+	return name_of(kTestNames, t);
 }
 
 // Latency tests sweep 8 B .. 64 KiB by default; the others 256 B .. 256 MiB.
