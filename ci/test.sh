@@ -24,6 +24,8 @@
 #   - gcc, -Werror, RelWithDebInfo (build-ci/): build, ctest
 #   - clang, ASan + UBSan (build-ci-san/): build, ctest
 #   - clang, libFuzzer (build-ci-fuzz/): build, tests/fuzz/run.sh for 60 s
+#     per fuzzer (tb5-fuzz-rx: the core's receive path; tb5-fuzz-tb: the tb
+#     backend's login messages, login machine and descriptor check)
 #   - tb5.ko built by DKMS for Debian 12's 6.1, bookworm-backports' 6.12 and
 #     sid's newest kernel, warning-free, each booted under QEMU with the
 #     module and tests/kernel's tests (ci/kernel-tests.sh, build-kernel/)
@@ -194,7 +196,9 @@ lane_packages() {
 		-DTB5_BUILD_FUZZERS=ON -DTB5_BUILD_BENCHMARKS=OFF \
 		-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 	tb5_stage "fuzz tb5-fuzz-rx (${TB5_FUZZ_SECONDS:-60} s)" \
-		bash tests/fuzz/run.sh build-ci-fuzz "${TB5_FUZZ_SECONDS:-60}"
+		bash tests/fuzz/run.sh build-ci-fuzz "${TB5_FUZZ_SECONDS:-60}" rx
+	tb5_stage "fuzz tb5-fuzz-tb (${TB5_FUZZ_SECONDS:-60} s)" \
+		bash tests/fuzz/run.sh build-ci-fuzz "${TB5_FUZZ_SECONDS:-60}" tb
 	tb5_stage "packages: deb + rpm, lintian, rpmlint (ci/package.sh)" ci/package.sh
 	tb5_stage "packages: Debian source package (debhelper), lintian --pedantic, autopkgtest in a chroot and a QEMU testbed (ci/deb-source.sh)" \
 		ci/deb-source.sh --autopkgtest

@@ -257,8 +257,10 @@ void tb5_tb_login_result(struct tb5_tb_login *l, uint32_t cmd_id, int err,
 		if (!resp || resp->type != TB5_TB_MSG_LOGIN_RESP ||
 		    resp->cmd_id != cmd_id)
 			err = -EBADMSG;	/* an old response took our slot */
+		else if (resp->status == EPROTONOSUPPORT)
+			err = -EPROTONOSUPPORT;
 		else if (resp->status)
-			err = -(int)resp->status;
+			err = -ECONNREFUSED;	/* the peer's reason is not ours */
 	}
 	if (!err) {
 		l->sent = true;

@@ -102,7 +102,11 @@ struct tb5_tb_msg {
 	uint8_t target[16];	/* the receiver's */
 	uint32_t cmd_id;	/* request's id, echoed by its response */
 	uint32_t version;	/* TB5_TB_MSG_VERSION */
-	uint32_t status;	/* responses: 0 or a positive errno */
+	/*
+	 * Responses: 0, EPROTONOSUPPORT (another version), or any other
+	 * positive errno: a refusal, retried, its value never passed on.
+	 */
+	uint32_t status;
 	uint32_t path;		/* LOGIN: the sender's transmit HopID */
 	uint32_t features;	/* LOGIN: TB5_TB_F_* the sender uses */
 	uint32_t ring_size;	/* LOGIN: the sender's RX descriptors */

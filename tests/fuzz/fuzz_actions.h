@@ -158,9 +158,11 @@ private:
 	size_t left_;
 };
 
-// Builds inputs; the exact mirror of Reader.
+// Builds inputs; the exact mirror of Reader. Constructed with a Setup it
+// starts a tb5-fuzz-rx input; bare, any other.
 class Writer {
 public:
+	Writer() = default;
 	explicit Writer(const Setup &s)
 	{
 		u8(s.burst_frames);

@@ -58,15 +58,6 @@ extern "C" {
 namespace tb5fuzz {
 namespace {
 
-// TB5_FUZZ_TRACE=1 prints what the core reported, to check that a seed
-// reaches the path it was written for.
-bool Tracing()
-{
-	static const bool on = getenv("TB5_FUZZ_TRACE") != nullptr;
-
-	return on;
-}
-
 // Payload bytes the peer may deliver per input (keeps an input fast).
 constexpr uint64_t kMaxRxBytes = 4u << 20;
 // Headers our core transmitted, remembered as reply templates.

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# tests/fuzz/run.sh <build-dir> [seconds] - fuzz the core's receive path for
-# a bounded time (default 60 s), starting from the seed corpus.
+# tests/fuzz/run.sh <build-dir> [seconds] [rx|tb] - run one fuzzer for a
+# bounded time (default 60 s), starting from its seed corpus: rx (the
+# default) is tb5-fuzz-rx, the core's receive path, from tests/fuzz/corpus;
+# tb is tb5-fuzz-tb, what the wire reaches in the tb backend, from
+# tests/fuzz/corpus-tb.
 #
-# The fuzzer works on a copy of tests/fuzz/corpus in a temporary directory,
-# so the tree is never modified; a crash, leak or timeout input is kept in
+# The fuzzer works on a copy of its corpus in a temporary directory, so the
+# tree is never modified; a crash, leak or timeout input is kept in
 # <build-dir>/fuzz-findings/ and the script exits non-zero. The last lines
 # of output are libFuzzer's final stats (executions, coverage, corpus).
 #
@@ -13,19 +16,24 @@
 set -euo pipefail
 
 usage() {
-	echo "usage: $0 <build-dir> [seconds]" >&2
+	echo "usage: $0 <build-dir> [seconds] [rx|tb]" >&2
 	exit 2
 }
 
-[[ $# -ge 1 && $# -le 2 ]] || usage
+[[ $# -ge 1 && $# -le 3 ]] || usage
 build=$(cd "$1" && pwd) || usage
 seconds=${2:-60}
 [[ $seconds =~ ^[1-9][0-9]*$ ]] || usage
 jobs=${TB5_FUZZ_JOBS:-1}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || usage
-
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-fuzzer=$build/tests/fuzz/tb5-fuzz-rx
+case ${3:-rx} in
+rx) name=tb5-fuzz-rx corpus=$here/corpus ;;
+tb) name=tb5-fuzz-tb corpus=$here/corpus-tb ;;
+*) usage ;;
+esac
+
+fuzzer=$build/tests/fuzz/$name
 if [[ ! -x $fuzzer ]]; then
 	echo "$0: $fuzzer not built (configure with -DTB5_BUILD_FUZZERS=ON" \
 		"and clang)" >&2
@@ -35,10 +43,10 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/tb5-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" "$build/fuzz-findings"
-cp "$here"/corpus/* "$work/corpus/"
+cp "$corpus"/* "$work/corpus/"
 log=$work/fuzz.log
 
-echo "tb5-fuzz-rx: ${seconds} s, $(ls "$work/corpus" | wc -l) seeds," \
+echo "$name: ${seconds} s, $(ls "$work/corpus" | wc -l) seeds," \
 	"findings go to $build/fuzz-findings/"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -56,9 +64,9 @@ grep -E '^#[0-9]+[[:space:]]+INITED' "$log" || true
 grep -E '^#[0-9]+[[:space:]]+(DONE|pulse)' "$log" | tail -n 3 || true
 grep -E '^(stat::|Done )' "$log" || true
 if ((status != 0)); then
-	echo "tb5-fuzz-rx: FAILED (exit status $status); the report:" >&2
+	echo "$name: FAILED (exit status $status); the report:" >&2
 	grep -vE '^#[0-9]+[[:space:]]' "$log" | tail -n 80 >&2
 	ls -l "$build/fuzz-findings/" >&2
 	exit 1
 fi
-echo "tb5-fuzz-rx: no crash in ${seconds} s"
+echo "$name: no crash in ${seconds} s"

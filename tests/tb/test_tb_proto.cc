@@ -316,6 +316,22 @@ TEST_F(Login, BusyPeerIsRetried)
 	EXPECT_FALSE(l.sent);
 }
 
+// Any status but 0 and EPROTONOSUPPORT is a refusal to retry, whatever its
+// value: it is never negated into an errno (0x80000000 once was, signed
+// overflow found by tb5-fuzz-tb; corpus-tb/regress-status-int-min).
+TEST_F(Login, AnyOtherStatusIsARefusalRetried)
+{
+	for (uint32_t status : {1u, 0x7fffffffu, 0x80000000u, 0xffffffffu,
+				static_cast<uint32_t>(-EPROTONOSUPPORT)}) {
+		answer(0, status);
+		EXPECT_EQ(act.flags, TB5_TB_ACT_SEND_LOGIN) << status;
+		EXPECT_EQ(l.state, TB5_TB_LOGIN) << status;
+		EXPECT_FALSE(l.sent) << status;
+	}
+	answer(0);
+	EXPECT_TRUE(l.sent);
+}
+
 TEST_F(Login, StaleResponsesAreIgnored)
 {
 	struct tb5_tb_msg req, resp;
