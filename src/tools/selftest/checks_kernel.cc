@@ -98,7 +98,8 @@ std::string kernel_skip_reason(const Environment &env)
 	if (env.module_loaded)
 		return "";
 	if (!env.sim.empty())
-		return "simulator selected (TB5_SIM=" + env.sim + ")";
+		return std::string(tb5_backend_str(TB5_BACKEND_SIM)) + " selected (TB5_SIM=" + env.sim +
+		       ")";
 	return "module not loaded";
 }
 

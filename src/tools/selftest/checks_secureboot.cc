@@ -20,6 +20,7 @@
 // TB5_LOCKDOWN (/sys/kernel/security/lockdown), TB5_DKMS_MOK
 // (/var/lib/dkms/mok.pub), TB5_MODULE_FILE (instead of modinfo -n tb5).
 #include "checks.hpp"
+#include "errors.hpp"
 
 #include "tb5/tb5.h"
 
@@ -34,7 +35,6 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
-#include <stdexcept>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -45,7 +45,7 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 // What cannot be parsed: the check catches it and FAILs with its message.
-using Error = std::runtime_error;
+using tb5::tools::Error;
 
 const char kMokGuid[] = "605dab50-e046-4300-abb6-3dd810dd8b23";
 const char kGlobalGuid[] = "8be4df61-93ca-11d2-aa0d-00e098032b8c";
