@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // backends.hpp - what api.cc needs from each backend.
-#pragma once
+#ifndef TB5_LIB_BACKENDS_HPP
+#define TB5_LIB_BACKENDS_HPP
 
 #include <cstdint>
 #include <vector>
@@ -47,3 +48,5 @@ int open(const char *name, tb5_device **dev);
 } // namespace sim
 
 } // namespace tb5
+
+#endif // TB5_LIB_BACKENDS_HPP

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // error.hpp - the calling thread's last error message (tb5_last_error()).
-#pragma once
+#ifndef TB5_LIB_ERROR_HPP
+#define TB5_LIB_ERROR_HPP
 
 namespace tb5 {
 
@@ -12,3 +13,5 @@ namespace tb5 {
 void clear_error();
 
 } // namespace tb5
+
+#endif // TB5_LIB_ERROR_HPP

@@ -4,7 +4,8 @@
 // memory regions and endpoints, each implemented by a backend (kernel/,
 // sim/). api.cc checks arguments that need no backend, applies the rules
 // that are the library's rather than a backend's, and forwards.
-#pragma once
+#ifndef TB5_LIB_OBJECTS_HPP
+#define TB5_LIB_OBJECTS_HPP
 
 #include <cstddef>
 #include <cstdint>
@@ -71,3 +72,5 @@ struct tb5_device {
 	virtual int poll(tb5_wc *wc, int max) = 0;
 	virtual int wait(int timeout_ms) = 0;
 };
+
+#endif // TB5_LIB_OBJECTS_HPP

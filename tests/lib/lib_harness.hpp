@@ -2,7 +2,8 @@
 //
 // lib_harness.hpp - driving libtb5 from tests: devices whose completions
 // are collected while polling, connected endpoint pairs, patterned buffers.
-#pragma once
+#ifndef TB5_LIB_LIB_HARNESS_HPP
+#define TB5_LIB_LIB_HARNESS_HPP
 
 #include <cstdint>
 #include <deque>
@@ -106,3 +107,5 @@ void fill_pattern(uint8_t *p, size_t len, uint32_t seed);
 long long check_pattern(const uint8_t *p, size_t len, uint32_t seed);
 
 } // namespace tb5libtest
+
+#endif // TB5_LIB_LIB_HARNESS_HPP

@@ -7,7 +7,8 @@
 // one guard page, so an overrun on that side faults even by a single byte;
 // the unused bytes of its pages on the other side ("slack") hold a canary
 // that slack_intact() checks.
-#pragma once
+#ifndef TB5_SUPPORT_GUARDED_BUFFER_HPP
+#define TB5_SUPPORT_GUARDED_BUFFER_HPP
 
 #include <cstddef>
 #include <cstdint>
@@ -43,3 +44,5 @@ private:
 };
 
 } // namespace tb5test
+
+#endif // TB5_SUPPORT_GUARDED_BUFFER_HPP

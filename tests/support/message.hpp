@@ -2,7 +2,8 @@
 //
 // message.hpp - one test message: a source holding its pattern, a
 // destination for the receiver to post, and the checks that it arrived whole.
-#pragma once
+#ifndef TB5_SUPPORT_MESSAGE_HPP
+#define TB5_SUPPORT_MESSAGE_HPP
 
 #include <cstdint>
 #include <vector>
@@ -45,3 +46,5 @@ struct Message {
 				     uint64_t bytes, uint32_t tag);
 
 } // namespace tb5test
+
+#endif // TB5_SUPPORT_MESSAGE_HPP

@@ -5,7 +5,8 @@
 // Byte i of a message is a function of (seed, i): a message landing at the
 // wrong offset, in the wrong buffer (each message has its own seed) or only
 // partly shows up as a mismatch at a known offset.
-#pragma once
+#ifndef TB5_SUPPORT_PATTERN_HPP
+#define TB5_SUPPORT_PATTERN_HPP
 
 #include <cstddef>
 #include <cstdint>
@@ -26,3 +27,5 @@ size_t find_mismatch(const void *buf, size_t len, uint64_t seed);
 size_t find_not(const void *buf, size_t len, uint8_t value);
 
 } // namespace tb5test
+
+#endif // TB5_SUPPORT_PATTERN_HPP

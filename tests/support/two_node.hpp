@@ -17,7 +17,8 @@
 // violations(); a copy outside a posted buffer is refused, not performed.
 //
 // Memory references are plain pointers: region NULL, offset the address.
-#pragma once
+#ifndef TB5_SUPPORT_TWO_NODE_HPP
+#define TB5_SUPPORT_TWO_NODE_HPP
 
 #include <cstdint>
 #include <deque>
@@ -167,3 +168,5 @@ private:
 };
 
 } // namespace tb5test
+
+#endif // TB5_SUPPORT_TWO_NODE_HPP

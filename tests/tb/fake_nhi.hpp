@@ -14,7 +14,8 @@
 //
 // Time is simulated: delayed login work runs when the harness advances its
 // clock, so that retries and timeouts take no wall-clock time.
-#pragma once
+#ifndef TB5_TB_FAKE_NHI_HPP
+#define TB5_TB_FAKE_NHI_HPP
 
 #include <array>
 #include <cstdint>
@@ -165,3 +166,5 @@ private:
 };
 
 } // namespace tb5tb
+
+#endif // TB5_TB_FAKE_NHI_HPP

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // sysfs.hpp - the kernel module's links as /sys/class/tb5 describes them.
-#pragma once
+#ifndef TB5_KERNEL_SYSFS_HPP
+#define TB5_KERNEL_SYSFS_HPP
 
 #include <optional>
 #include <string>
@@ -29,3 +30,5 @@ bool read_link(const std::string &name, tb5_link_info &info);
 std::optional<std::string> read_attr(const std::string &path);
 
 } // namespace tb5::kernel
+
+#endif // TB5_KERNEL_SYSFS_HPP

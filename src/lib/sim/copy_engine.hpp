@@ -23,7 +23,8 @@
 // chunk) was tried and measured (tb5-perf, 32 vCPUs): faster in one
 // direction, much slower in both, as the workers waited on the open RX
 // batch while the polling thread copied a TX batch alone.
-#pragma once
+#ifndef TB5_SIM_COPY_ENGINE_HPP
+#define TB5_SIM_COPY_ENGINE_HPP
 
 #include <pthread.h>
 #include <sys/types.h>
@@ -150,3 +151,5 @@ private:
 };
 
 } // namespace tb5::sim
+
+#endif // TB5_SIM_COPY_ENGINE_HPP

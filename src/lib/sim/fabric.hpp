@@ -19,7 +19,8 @@
 // Each slot also has a doorbell: a futex word that producers bump (only
 // when the slot's owner sleeps in tb5_wait()) after they publish frames
 // for it or free room in its rings.
-#pragma once
+#ifndef TB5_SIM_FABRIC_HPP
+#define TB5_SIM_FABRIC_HPP
 
 #include <atomic>
 #include <cstdint>
@@ -99,3 +100,5 @@ private:
 };
 
 } // namespace tb5::sim
+
+#endif // TB5_SIM_FABRIC_HPP

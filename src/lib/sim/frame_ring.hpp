@@ -15,7 +15,8 @@
 //             line is not pulled away for every frame
 //   consumer: while load_acquire(head) != tail: use slot(tail), tail + 1;
 //             store_release(tail) once per batch
-#pragma once
+#ifndef TB5_SIM_FRAME_RING_HPP
+#define TB5_SIM_FRAME_RING_HPP
 
 #include <atomic>
 #include <cstddef>
@@ -158,3 +159,5 @@ private:
 };
 
 } // namespace tb5::sim
+
+#endif // TB5_SIM_FRAME_RING_HPP

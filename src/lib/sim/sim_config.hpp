@@ -29,7 +29,8 @@
 // hosts, uncabled, cables and ring belong to the fabric: the first process fixes them and a
 // later one that asks for other values is refused. rate, delay_us and usb4
 // model the directions this process sends in.
-#pragma once
+#ifndef TB5_SIM_SIM_CONFIG_HPP
+#define TB5_SIM_SIM_CONFIG_HPP
 
 #include <cstdint>
 #include <string>
@@ -74,3 +75,5 @@ uint32_t default_copy_workers();
 int parse_config(const std::string &spec, Config &out);
 
 } // namespace tb5::sim
+
+#endif // TB5_SIM_SIM_CONFIG_HPP

@@ -47,7 +47,8 @@
 // Threads: tx() runs under the core's link lock (any thread); progress()
 // runs in one thread at a time (others skip it) and never holds the TX
 // queue's lock while it calls into the core.
-#pragma once
+#ifndef TB5_SIM_SIM_LINK_HPP
+#define TB5_SIM_SIM_LINK_HPP
 
 #include <atomic>
 #include <cstdint>
@@ -239,3 +240,5 @@ private:
 };
 
 } // namespace tb5::sim
+
+#endif // TB5_SIM_SIM_LINK_HPP

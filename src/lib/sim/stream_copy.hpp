@@ -12,7 +12,8 @@
 // watches for long runs of contiguous frames and, past a threshold, writes
 // them with non-temporal stores, as memcpy does for large copies.
 //
-#pragma once
+#ifndef TB5_SIM_STREAM_COPY_HPP
+#define TB5_SIM_STREAM_COPY_HPP
 
 #include <cstddef>
 #include <cstdint>
@@ -45,3 +46,5 @@ private:
 };
 
 } // namespace tb5::sim
+
+#endif // TB5_SIM_STREAM_COPY_HPP

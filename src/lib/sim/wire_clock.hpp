@@ -34,7 +34,8 @@
 // arithmetic is deterministic and unit-tested on its own
 // (tests/lib/test_wire_clock.cc). The wire's position is kept in bits,
 // exactly; conversions to and from ns round towards a slower wire.
-#pragma once
+#ifndef TB5_SIM_WIRE_CLOCK_HPP
+#define TB5_SIM_WIRE_CLOCK_HPP
 
 #include <algorithm>
 #include <cstdint>
@@ -107,3 +108,5 @@ private:
 };
 
 } // namespace tb5::sim
+
+#endif // TB5_SIM_WIRE_CLOCK_HPP

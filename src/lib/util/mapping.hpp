@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // mapping.hpp - owns an mmap()ed range; unmaps it once.
-#pragma once
+#ifndef TB5_UTIL_MAPPING_HPP
+#define TB5_UTIL_MAPPING_HPP
 
 #include <sys/mman.h>
 
@@ -48,3 +49,5 @@ private:
 };
 
 } // namespace tb5
+
+#endif // TB5_UTIL_MAPPING_HPP

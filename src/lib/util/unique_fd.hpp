@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // unique_fd.hpp - owns a file descriptor; closes it once.
-#pragma once
+#ifndef TB5_UTIL_UNIQUE_FD_HPP
+#define TB5_UTIL_UNIQUE_FD_HPP
 
 #include <unistd.h>
 
@@ -38,3 +39,5 @@ private:
 };
 
 } // namespace tb5
+
+#endif // TB5_UTIL_UNIQUE_FD_HPP
