@@ -152,14 +152,16 @@ stage_dkms_tree() {
 
 # libtb5's suites of tests/lib that run over tb5.ko too (TB5_TEST_BACKEND=
 # kernel): vm-tests-lib.sh runs them on the loop pairs, vm-tests-fabric.sh
-# the two-host ones between the hosts. test_cq_bounds joins once it exists.
-LIB_SUITES=(test_sim_loop test_sim_mesh test_sim_rate test_sim_copy test_cq_bounds)
+# the two-host ones between the hosts. Each must build: one that does not,
+# or that tests/lib no longer defines, fails the run (and vm-tests-lib.sh
+# fails a suite that is missing in the VM or runs no test there).
+LIB_SUITES=(test_loop_pair test_two_hosts test_copies test_cq_bounds)
 
 # tb5-selftest and tb5-perf as static programs (the VM has no libc), next
 # to the uAPI test programs: vm-tests-tools.sh runs them on the loop pairs;
 # and the suites of LIB_SUITES, static too, in lib/.
 build_static_tools() {
-	local dir=$BUILD/tools-static t targets suites=()
+	local dir=$BUILD/tools-static t targets log
 
 	if [[ -f $dir/CMakeCache.txt ]] &&
 		! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$dir/CMakeCache.txt"; then
@@ -167,24 +169,30 @@ build_static_tools() {
 	fi
 	cmake -S "$TB5_ROOT" -B "$dir" -G Ninja -DTB5_STATIC_TOOLS=ON \
 		-DBUILD_TESTING=ON -DTB5_BUILD_BENCHMARKS=OFF >/dev/null
-	# (Those CMake knows of: a suite is built once tests/lib defines it.)
 	targets=$(ninja -C "$dir" -t targets all)
 	for t in "${LIB_SUITES[@]}"; do
-		if grep -qx "$t: phony" <<<"$targets"; then suites+=("$t"); fi
+		grep -qx "$t: phony" <<<"$targets" ||
+			tb5_die "tests/lib defines no suite $t (LIB_SUITES names it)"
 	done
 	# Static glibc warns that getgrnam() and dlopen() need its shared
 	# parts at run time; in the VM they fail cleanly (no group tb5, no
 	# plugin), which the checks report as SKIP. (And getaddrinfo(), for
-	# gtest's streaming listener, which the suites never use.)
-	cmake --build "$dir" --target tb5-selftest tb5-perf "${suites[@]}" 2>&1 |
-		grep -v -e 'statically linked applications requires at runtime' \
-			-e 'in function .testing::internal::StreamingListener' || true
+	# gtest's streaming listener, which the suites never use.) A failed
+	# build stops here: an older binary left in $dir must not run.
+	log=$dir/static-build.log
+	if ! cmake --build "$dir" --target tb5-selftest tb5-perf "${LIB_SUITES[@]}" \
+			>"$log" 2>&1; then
+		cat "$log" >&2
+		tb5_die "the static tools or libtb5's suites (${LIB_SUITES[*]}) did not build"
+	fi
+	grep -v -e 'statically linked applications requires at runtime' \
+		-e 'in function .testing::internal::StreamingListener' "$log" || true
 	[[ -x $dir/src/tools/selftest/tb5-selftest && -x $dir/src/tools/perf/tb5-perf ]] ||
 		tb5_die "the static tools did not build"
 	cp "$dir/src/tools/selftest/tb5-selftest" "$dir/src/tools/perf/tb5-perf" "$TESTS/"
 	rm -rf "${TESTS:?}/lib"
 	mkdir -p "$TESTS/lib"
-	for t in "${suites[@]}"; do
+	for t in "${LIB_SUITES[@]}"; do
 		[[ -x $dir/tests/lib/$t ]] || tb5_die "the static $t did not build"
 		cp "$dir/tests/lib/$t" "$TESTS/lib/"
 	done

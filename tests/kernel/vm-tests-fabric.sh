@@ -38,9 +38,9 @@
 #                   each way through it and every size verified; every
 #                   cable carried data (its tx_bytes grew on both hosts)
 #   fabric.lib      libtb5's own suites (tests/lib) between the hosts,
-#                   TB5_TEST_BACKEND=kernel: test_sim_mesh (b's tests, a's
-#                   echo service on every link) and test_sim_copy's
-#                   SimCopyMesh (both directions at once); a's servers
+#                   TB5_TEST_BACKEND=kernel: test_two_hosts (b's tests, a's
+#                   echo service on every link) and test_copies's
+#                   CopiesTwoHosts (both directions at once); a's servers
 #                   must report each session ok (vm-tests-lib.sh)
 #   fabric.unplug.a, fabric.unplug.b
 #                   the cables pulled by host a (then by host b) in the

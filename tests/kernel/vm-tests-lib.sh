@@ -7,27 +7,29 @@
 #
 # loop (the default; run by vm-tests.sh with tb5 loaded, loopback=2): over
 # the first loop pair
-#   test_sim_loop   every test; the simulator's settings (SimConfig) skip
-#   test_sim_copy   every test but SimCopyMesh, which needs a second host
+#   test_loop_pair  every test; the simulator's settings (SimConfig) skip
+#   test_copies     every test but CopiesTwoHosts, which needs a second host
 #                   (vm-tests-fabric.sh runs it); the copy engine's workers
 #                   (SimCopyThreads, SimCopyConfig) skip
-#   test_sim_rate   the simulator's rate model: every test skips, saying so
-#   test_cq_bounds  every test, where it exists
-#   test_sim_mesh   not here: every test needs two hosts (the fabric's)
+#   test_cq_bounds  every test
+# Not here: test_two_hosts (every test needs two hosts, the fabric's), and
+# test_sim_rate (the simulator's rate model: nothing of it runs on tb5.ko).
 #
 # On the emulated fabric (vm-tests-fabric.sh, fabric.lib), between two hosts
 # over their tb links: "serve" (host a) starts the serving halves in the
-# background, TB5_TEST_ROLE=serve, on every link: test_sim_mesh's echo
-# service and the peer of test_sim_copy's SimCopyMesh; "remote" (host b)
-# runs test_sim_mesh (the simulator's processes-as-hosts tests skip) and
-# SimCopyMesh against them; "stop" (a, after b is done) stops the servers
+# background, TB5_TEST_ROLE=serve, on every link: test_two_hosts's echo
+# service and the peer of test_copies's CopiesTwoHosts; "remote" (host b)
+# runs test_two_hosts (the simulator's processes-as-hosts tests skip) and
+# CopiesTwoHosts against them; "stop" (a, after b is done) stops the servers
 # and passes when each served a session and none failed.
 #
 # The suites are static programs (ci/kernel-tests.sh builds them into lib/
-# beside this script). A suite passes when gtest exits 0, reports its tests
-# PASSED and none FAILED, and every skipped test says why (a message after
-# "Skipped"). Prints "PASS name" or "FAIL name: reason"; exits non-zero at
-# the first failure.
+# beside this script; one that is missing fails the run). A suite passes
+# when gtest exits 0, reports PASSED for one test or more (a suite whose
+# tests all skipped, or that a filter left empty, ran nothing on the kernel
+# and fails) and FAILED for none, and every skipped test says why (a message
+# after "Skipped"). Prints "PASS name" or "FAIL name: reason"; exits non-zero
+# at the first failure.
 
 TMP=${TMPDIR:-/tmp}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -50,6 +52,7 @@ gtest_check() {
 	grep -q '^\[  FAILED  \]' "$2" && fail "$1" "a test failed (the FAILED lines above)"
 	n=$(grep -o '^\[  PASSED  \] [0-9]* test' "$2" | grep -o '[0-9]*')
 	[ -n "$n" ] || fail "$1" "no PASSED line"
+	[ "$n" -gt 0 ] || fail "$1" "no test ran on the kernel (all skipped, or none matched)"
 	# A skipped test's result line follows its message; one that follows
 	# gtest's "Skipped" line directly gave no reason.
 	bad=$(awk '/^\[  SKIPPED \] .*\([0-9]+ ms\)$/ { if (prev ~ /: Skipped$/) print $3 }
@@ -116,24 +119,19 @@ stop() {
 
 case ${1:-loop} in
 loop)
-	suite test_sim_loop
-	suite test_sim_copy --gtest_filter='-SimCopyMesh.*'
-	suite test_sim_rate
-	if [ -x "$dir/test_cq_bounds" ]; then
-		suite test_cq_bounds
-	else
-		echo "# test_cq_bounds is not built yet"
-	fi
+	suite test_loop_pair
+	suite test_copies --gtest_filter='-CopiesTwoHosts.*'
+	suite test_cq_bounds
 	;;
 serve)
 	rm -f "$TMP/lib-serve.pids"
-	serve test_sim_mesh
-	serve test_sim_copy
+	serve test_two_hosts
+	serve test_copies
 	;;
 stop) stop ;;
 remote)
-	suite test_sim_mesh
-	suite test_sim_copy --gtest_filter='SimCopyMesh.*'
+	suite test_two_hosts
+	suite test_copies --gtest_filter='CopiesTwoHosts.*'
 	;;
 *) fail lib "usage: vm-tests-lib.sh [loop | serve | stop | remote]" ;;
 esac

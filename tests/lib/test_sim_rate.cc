@@ -7,8 +7,9 @@
 // slow machine cannot make them fail; the model's arithmetic is tested
 // exactly in test_wire_clock.cc.)
 //
-// All of it is the simulator's model: with TB5_TEST_BACKEND=kernel every
-// test skips, saying so.
+// All of it is the simulator's model, so it runs over the simulator only
+// (ctest): the kernel runs (tests/kernel/vm-tests-lib.sh) leave it out, and
+// with TB5_TEST_BACKEND=kernel every test skips, saying so.
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// test_sim_mesh.cc - libtb5 between two hosts: over the simulator this
+// test_two_hosts.cc - libtb5 between two hosts: over the simulator this
 // process and a forked child, each a host of the same fabric, joined by a
 // simulated cable ("sim_h<slot>"); with TB5_TEST_BACKEND=kernel two VMs on
 // the emulated USB4 fabric, joined by tb links, the other host running this
@@ -85,7 +85,7 @@ int echo(Dev &d, tb5_endpoint *e)
 	_exit(echo(d, e));
 }
 
-class SimMesh : public ::testing::Test {
+class TwoHosts : public ::testing::Test {
 protected:
 	void SetUp() override
 	{
@@ -146,7 +146,7 @@ protected:
 	Dev d;
 };
 
-TEST_F(SimMesh, TheCableJoinsTwoHosts)
+TEST_F(TwoHosts, TheCableJoinsTwoHosts)
 {
 	tb5_link_info info;
 
@@ -157,7 +157,7 @@ TEST_F(SimMesh, TheCableJoinsTwoHosts)
 	EXPECT_FALSE(info.caps & TB5_CAP_LOOP);
 }
 
-TEST_F(SimMesh, EchoesMessagesOfEverySizeIntact)
+TEST_F(TwoHosts, EchoesMessagesOfEverySizeIntact)
 {
 	std::vector<uint8_t> s(kMax), r(kMax);
 	tb5_mr *smr = nullptr, *rmr = nullptr;
@@ -190,7 +190,7 @@ TEST_F(SimMesh, EchoesMessagesOfEverySizeIntact)
 	}
 }
 
-TEST_F(SimMesh, APeerThatDiesTakesTheLinkDownAndANewOneBringsItBack)
+TEST_F(TwoHosts, APeerThatDiesTakesTheLinkDownAndANewOneBringsItBack)
 {
 	TB5_SIM_ONLY("a simulated host is a process, and the cable goes down "
 		     "when it dies; a kernel's link outlives its processes "
@@ -251,7 +251,7 @@ int ready_links()
 	return ready;
 }
 
-TEST_F(SimMesh, ThreeProcessesFormAFullMesh)
+TEST_F(TwoHosts, ThreeProcessesFormAFullMesh)
 {
 	TB5_SIM_ONLY("three processes are three hosts of one simulated fabric; "
 		     "the kernel's three hosts are fabric.triangle's VMs");

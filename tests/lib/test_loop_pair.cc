@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 //
-// test_sim_loop.cc - libtb5 over a loop pair's two ends, two endpoints in
+// test_loop_pair.cc - libtb5 over a loop pair's two ends, two endpoints in
 // one process: the simulator's, or with TB5_TEST_BACKEND=kernel tb5.ko's
-// (tests/kernel/vm-tests-lib.sh runs it so in the test VM).
+// (tests/kernel/vm-tests-lib.sh runs it so in the test VM). SimConfig: the
+// simulator's settings (TB5_SIM), which skip on the kernel, saying so.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -40,7 +41,7 @@ uint32_t expected_ring_size()
 	return uint32_t(v);
 }
 
-class SimLoop : public ::testing::Test {
+class LoopPair : public ::testing::Test {
 protected:
 	void SetUp() override
 	{
@@ -65,7 +66,7 @@ protected:
 	tb5_mr *smr = nullptr, *rmr = nullptr;
 };
 
-TEST_F(SimLoop, ListsBothEndsReadyAndWiredToEachOther)
+TEST_F(LoopPair, ListsBothEndsReadyAndWiredToEachOther)
 {
 	tb5_link_info ia, ib;
 
@@ -87,7 +88,7 @@ TEST_F(SimLoop, ListsBothEndsReadyAndWiredToEachOther)
 	EXPECT_STREQ(ia.name, na.c_str());
 }
 
-TEST_F(SimLoop, UnknownLinkIsNoDevice)
+TEST_F(LoopPair, UnknownLinkIsNoDevice)
 {
 	tb5_device *d = nullptr;
 
@@ -96,7 +97,7 @@ TEST_F(SimLoop, UnknownLinkIsNoDevice)
 	EXPECT_EQ(d, nullptr);
 }
 
-TEST_F(SimLoop, MessagesOfEverySizeArriveIntact)
+TEST_F(LoopPair, MessagesOfEverySizeArriveIntact)
 {
 	const size_t sizes[] = { 0, 1, 7, 4095, 4096, 4097, 65539, 1 << 20,
 				 (16 << 20) + 5 };
@@ -131,7 +132,7 @@ TEST_F(SimLoop, MessagesOfEverySizeArriveIntact)
 	}
 }
 
-TEST_F(SimLoop, OffsetsInsideRegionsAreHonoured)
+TEST_F(LoopPair, OffsetsInsideRegionsAreHonoured)
 {
 	buffers(3 * 4096);
 	ASSERT_TRUE(connect_pair(a, b, 0x11, c));
@@ -146,7 +147,7 @@ TEST_F(SimLoop, OffsetsInsideRegionsAreHonoured)
 	EXPECT_EQ(rbuf[777 + 5000], 0);
 }
 
-TEST_F(SimLoop, ASendLargerThanTheReceiveFailsOnBothSides)
+TEST_F(LoopPair, ASendLargerThanTheReceiveFailsOnBothSides)
 {
 	buffers(8192);
 	ASSERT_TRUE(connect_pair(a, b, 0x12, c));
@@ -163,7 +164,7 @@ TEST_F(SimLoop, ASendLargerThanTheReceiveFailsOnBothSides)
 	EXPECT_STREQ(tb5_strerror(-EMSGSIZE), "message larger than the posted receive");
 }
 
-TEST_F(SimLoop, TagsPairUpInPostingOrder)
+TEST_F(LoopPair, TagsPairUpInPostingOrder)
 {
 	buffers(4 * 4096);
 	ASSERT_TRUE(connect_pair(a, b, 0x13, c));
@@ -186,7 +187,7 @@ TEST_F(SimLoop, TagsPairUpInPostingOrder)
 	EXPECT_EQ(check_pattern(rbuf.data() + 2 * 4096, 4096, 43), -1);
 }
 
-TEST_F(SimLoop, SixtyFourOutstandingThenAgain)
+TEST_F(LoopPair, SixtyFourOutstandingThenAgain)
 {
 	buffers(4096);
 	ASSERT_TRUE(connect_pair(a, b, 0x14, c));
@@ -206,7 +207,7 @@ TEST_F(SimLoop, SixtyFourOutstandingThenAgain)
 	EXPECT_EQ(tb5_recv(c.server, rmr, 0, 16, 1, 65), 0) << "room again";
 }
 
-TEST_F(SimLoop, ClosingCancelsAndReportsNothingMore)
+TEST_F(LoopPair, ClosingCancelsAndReportsNothingMore)
 {
 	buffers(4096);
 	ASSERT_TRUE(connect_pair(a, b, 0x15, c));
@@ -230,7 +231,7 @@ TEST_F(SimLoop, ClosingCancelsAndReportsNothingMore)
 	EXPECT_EQ(tb5_endpoint_state(c.client, nullptr), TB5_ENDPOINT_PEER_CLOSED);
 }
 
-TEST_F(SimLoop, WellKnownListenerNeedsNoCookie)
+TEST_F(LoopPair, WellKnownListenerNeedsNoCookie)
 {
 	buffers(64);
 	ASSERT_TRUE(connect_pair(a, b, 0x16, c, TB5_LISTEN_WELL_KNOWN));
@@ -246,7 +247,7 @@ TEST_F(SimLoop, WellKnownListenerNeedsNoCookie)
 	EXPECT_EQ(tb5_endpoint_listen(a.dev, 0x17, 0, 0, &l2), -EADDRINUSE);
 }
 
-TEST_F(SimLoop, WrongCookieIsRefused)
+TEST_F(LoopPair, WrongCookieIsRefused)
 {
 	tb5_endpoint *l = nullptr, *e = nullptr;
 	tb5_address addr;
@@ -262,7 +263,7 @@ TEST_F(SimLoop, WrongCookieIsRefused)
 	EXPECT_EQ(tb5_endpoint_state(e, nullptr), TB5_ENDPOINT_FAILED);
 }
 
-TEST_F(SimLoop, ConnectOverALinkThatDoesNotReachTheHostFails)
+TEST_F(LoopPair, ConnectOverALinkThatDoesNotReachTheHostFails)
 {
 	tb5_address addr = { 0x1234, 0x19, 0 };
 	tb5_endpoint *e = nullptr;
@@ -272,7 +273,7 @@ TEST_F(SimLoop, ConnectOverALinkThatDoesNotReachTheHostFails)
 	EXPECT_EQ(e, nullptr);
 }
 
-TEST_F(SimLoop, WaitTimesOutAndWakesUp)
+TEST_F(LoopPair, WaitTimesOutAndWakesUp)
 {
 	auto t0 = std::chrono::steady_clock::now();
 
@@ -295,7 +296,7 @@ TEST_F(SimLoop, WaitTimesOutAndWakesUp)
 	EXPECT_EQ(r->status, 0);
 }
 
-TEST_F(SimLoop, CountersCountFramesAndBytes)
+TEST_F(LoopPair, CountersCountFramesAndBytes)
 {
 	tb5_counters before, after;
 
@@ -310,7 +311,7 @@ TEST_F(SimLoop, CountersCountFramesAndBytes)
 	EXPECT_GE(after.tx_bytes - before.tx_bytes, uint64_t(1 << 20));
 }
 
-TEST_F(SimLoop, BadArgumentsAreRefusedWithAReason)
+TEST_F(LoopPair, BadArgumentsAreRefusedWithAReason)
 {
 	buffers(4096);
 	ASSERT_TRUE(connect_pair(a, b, 0x1c, c));
@@ -348,7 +349,7 @@ TEST_F(SimLoop, BadArgumentsAreRefusedWithAReason)
 	EXPECT_EQ(tb5_open(nullptr, nullptr), -EINVAL);
 }
 
-TEST_F(SimLoop, ClosingADeviceWithTrafficInFlightIsClean)
+TEST_F(LoopPair, ClosingADeviceWithTrafficInFlightIsClean)
 {
 	buffers(1 << 20);
 	ASSERT_TRUE(connect_pair(a, b, 0x1d, c));
@@ -610,7 +611,7 @@ TEST(SimConfig, AFabricKeepsItsSettings)
 // kernel whatever used the link since tb5 was loaded, may have left some:
 // two devices closed with a connection between them send CLOSEs that
 // cross, and each end counts the other's as unknown_connection.)
-TEST_F(SimLoop, DropCountersAndTheirWords)
+TEST_F(LoopPair, DropCountersAndTheirWords)
 {
 	tb5_drops d, da0, db0, db;
 	char buf[256];

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: MIT
 //
-// test_sim_copy.cc - the simulator's copy engine (TB5_SIM copy=N): with
-// copies spread over worker threads every byte still lands where it
-// belongs and nowhere else, completions never come before their bytes,
-// and the threads come and go with the devices (and with fork and exit).
-// copy=2 is forced, so this runs the parallel path on any machine.
+// test_copies.cc - the copies of the data path, on either backend: every
+// byte lands where it belongs and nowhere else, completions never come
+// before their bytes, with many endpoints, both directions and threads at
+// once (Copies: over a loop pair; CopiesTwoHosts: between two hosts).
+//
+// Over the simulator the copies go through its copy engine (TB5_SIM
+// copy=2 is forced, so this runs the parallel path on any machine), whose
+// worker threads come and go with the devices, and with fork and exit
+// (SimCopyThreads, SimCopyConfig: the simulator's only).
 //
 // With TB5_TEST_BACKEND=kernel the same traffic runs over tb5.ko's loop
-// pair (the kernel copies in its own work items: what is said of the
-// workers is the simulator's only), and SimCopyMesh between two hosts of
-// the emulated fabric, the other running this binary with
+// pair (the kernel copies in its own work items: the Sim* tests and those
+// about the workers skip, saying so), and CopiesTwoHosts between two hosts
+// of the emulated fabric, the other running this binary with
 // TB5_TEST_ROLE=serve.
 #include <gtest/gtest.h>
 
@@ -121,7 +125,7 @@ int move_8mib(Dev &a, Dev &b, uint32_t tag, uint32_t seed)
 	return 0;
 }
 
-class SimCopy : public ::testing::Test {
+class Copies : public ::testing::Test {
 protected:
 	void SetUp() override
 	{
@@ -137,13 +141,13 @@ protected:
 
 constexpr const char *kWorkers = "the copy engine's worker threads (TB5_SIM copy=N)";
 
-TEST_F(SimCopy, TwoWorkersRunWhileADeviceIsOpen)
+TEST_F(Copies, TwoWorkersRunWhileADeviceIsOpen)
 {
 	TB5_SIM_ONLY(kWorkers);
 	EXPECT_EQ(copy_threads(), 2) << "TB5_SIM asked for copy=2";
 }
 
-TEST_F(SimCopy, EveryByteOfEverySizeArrivesAndNothingElse)
+TEST_F(Copies, EveryByteOfEverySizeArrivesAndNothingElse)
 {
 	const size_t sizes[] = { 0, 1, 7, 4095, 4096, 4097, 65535, 65536, 65537,
 				 (256 << 10) - 1, 256 << 10, (256 << 10) + 1,
@@ -182,7 +186,7 @@ TEST_F(SimCopy, EveryByteOfEverySizeArrivesAndNothingElse)
 
 // A window of messages both ways over many endpoints at once: batches
 // of frames from many messages, split across threads.
-TEST_F(SimCopy, ManyEndpointsBothWaysAtOnce)
+TEST_F(Copies, ManyEndpointsBothWaysAtOnce)
 {
 	constexpr int kEps = 16, kMsgs = 3;
 	constexpr size_t kMax = (1 << 20) + 4097;
@@ -241,7 +245,7 @@ TEST_F(SimCopy, ManyEndpointsBothWaysAtOnce)
 
 // Each end polled by its own thread: callbacks of the core on one
 // thread while the other holds a batch back, both directions.
-TEST_F(SimCopy, TwoThreadsEachPollingItsOwnEnd)
+TEST_F(Copies, TwoThreadsEachPollingItsOwnEnd)
 {
 	constexpr int kMsgs = 24;
 	constexpr size_t kLen = (4 << 20) + 100;
@@ -305,7 +309,7 @@ TEST_F(SimCopy, TwoThreadsEachPollingItsOwnEnd)
 
 // Closing an endpoint while another thread is in the middle of copying
 // into its receive: once the close returns, no byte lands there.
-TEST_F(SimCopy, NothingLandsAfterTheReceivesEndpointClosed)
+TEST_F(Copies, NothingLandsAfterTheReceivesEndpointClosed)
 {
 	constexpr size_t kLen = 48u << 20;
 	Buf s, r;
@@ -352,7 +356,7 @@ TEST_F(SimCopy, NothingLandsAfterTheReceivesEndpointClosed)
 	}
 }
 
-TEST_F(SimCopy, ClosingDevicesWithCopiesInFlightStopsTheWorkers)
+TEST_F(Copies, ClosingDevicesWithCopiesInFlightStopsTheWorkers)
 {
 	constexpr size_t kLen = 16u << 20;
 	Buf s[2], r[2];
@@ -611,7 +615,7 @@ int both_ways_peer(Dev &d, tb5_endpoint *e)
 	return ret ? 30 + ret : 0;
 }
 
-TEST(SimCopyMesh, BothDirectionsBetweenTwoProcesses)
+TEST(CopiesTwoHosts, BothDirectionsBetweenTwoProcesses)
 {
 	pid_t pid = -1;
 
@@ -671,7 +675,7 @@ int main(int argc, char **argv)
 {
 	::testing::InitGoogleTest(&argc, argv);
 	tb5libtest::use_simulator("tb5test-copy", "hosts=2,loop=1,ring=1024,copy=2");
-	// The other host of the fabric (kernel only): SimCopyMesh's peer.
+	// The other host of the fabric (kernel only): CopiesTwoHosts's peer.
 	if (tb5libtest::serve_role())
 		return tb5libtest::serve(kBothService, both_ways_peer);
 	return RUN_ALL_TESTS();
