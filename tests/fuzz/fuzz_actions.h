@@ -158,18 +158,9 @@ private:
 	size_t left_;
 };
 
-// Builds inputs; the exact mirror of Reader. Constructed with a Setup it
-// starts a tb5-fuzz-rx input; bare, any other.
+// Builds inputs; the exact mirror of Reader.
 class Writer {
 public:
-	Writer() = default;
-	explicit Writer(const Setup &s)
-	{
-		u8(s.burst_frames);
-		u8(s.max_endpoints);
-		u8(s.tx_capacity);
-		u8(s.teardown);
-	}
 
 	const std::vector<uint8_t> &data() const { return buf_; }
 
@@ -198,6 +189,15 @@ public:
 private:
 	std::vector<uint8_t> buf_;
 };
+
+// The start of a tb5-fuzz-rx input.
+inline void WriteSetup(Writer &w, const Setup &s)
+{
+	w.u8(s.burst_frames);
+	w.u8(s.max_endpoints);
+	w.u8(s.tx_capacity);
+	w.u8(s.teardown);
+}
 
 } // namespace tb5fuzz
 

@@ -13,6 +13,7 @@
 // branches these seeds do not. Rerun this when the input format
 // (fuzz_actions.h) changes, and drop the campaign-* files then.
 #include "fuzz_actions.h"
+#include "seed_files.h"
 
 extern "C" {
 #include "tb5_core.h"
@@ -223,15 +224,9 @@ void Reject(Writer &w, int32_t status)
 	w.act(kQuery);
 }
 
-struct Seed {
-	const char *name;
-	Setup setup;
-	std::function<void(Writer &)> body;
-};
-
-const std::vector<Seed> &Seeds()
+const std::vector<Seed<Setup>> &Seeds()
 {
-	static const std::vector<Seed> seeds = {
+	static const std::vector<Seed<Setup>> seeds = {
 	{"hello", kDefault, [](Writer &w) {
 		Hello(w);
 		TxDoneAll(w);
@@ -480,21 +475,5 @@ const std::vector<Seed> &Seeds()
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s <corpus-dir>\n", argv[0]);
-		return 2;
-	}
-	for (const Seed &s : Seeds()) {
-		Writer w(s.setup);
-		s.body(w);
-		const std::string path = std::string(argv[1]) + "/" + s.name;
-		FILE *f = fopen(path.c_str(), "wb");
-		if (!f || fwrite(w.data().data(), 1, w.data().size(), f) !=
-				  w.data().size() || fclose(f)) {
-			perror(path.c_str());
-			return 1;
-		}
-		printf("%-24s %5zu bytes\n", s.name, w.data().size());
-	}
-	return 0;
+	return WriteSeeds(argc, argv, Seeds(), WriteSetup);
 }

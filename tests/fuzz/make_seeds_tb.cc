@@ -13,6 +13,7 @@
 // of a long campaign (docs/emulated-fabric.md). Rerun this when the input
 // format (fuzz_tb_actions.h) changes, and drop the campaign-* files then.
 #include "fuzz_tb_actions.h"
+#include "seed_files.h"
 
 extern "C" {
 #include "tb5_tb_proto.h"
@@ -141,15 +142,9 @@ void TxDesc(Writer &w, uint8_t sof, uint8_t eof, uint16_t len)
 	w.u16(len);
 }
 
-struct Seed {
-	const char *name;
-	TbSetup setup;
-	std::function<void(Writer &)> body;
-};
-
-const std::vector<Seed> &Seeds()
+const std::vector<Seed<TbSetup>> &Seeds()
 {
-	static const std::vector<Seed> seeds = {
+	static const std::vector<Seed<TbSetup>> seeds = {
 	{"login-peer-first", kSetup, [](Writer &w) {
 		Connected(w);
 	}},
@@ -331,22 +326,5 @@ const std::vector<Seed> &Seeds()
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s <corpus-dir>\n", argv[0]);
-		return 2;
-	}
-	for (const Seed &s : Seeds()) {
-		Writer w;
-		WriteTbSetup(w, s.setup);
-		s.body(w);
-		const std::string path = std::string(argv[1]) + "/" + s.name;
-		FILE *f = fopen(path.c_str(), "wb");
-		if (!f || fwrite(w.data().data(), 1, w.data().size(), f) !=
-				  w.data().size() || fclose(f)) {
-			perror(path.c_str());
-			return 1;
-		}
-		printf("%-24s %5zu bytes\n", s.name, w.data().size());
-	}
-	return 0;
+	return WriteSeeds(argc, argv, Seeds(), WriteTbSetup);
 }
