@@ -23,6 +23,7 @@
 #include "sim/sim_config.hpp"
 #include "sim/sim_link.hpp"
 #include "tb5_ctxrules.h"
+#include "util/checked_mutex.hpp"
 
 static_assert(TB5_WC_CONNECTED == TB5_EV_CONNECTED &&
 	      TB5_WC_INCOMING == TB5_EV_INCOMING &&
@@ -206,21 +207,50 @@ int get_host(Host **out)
 // of an endpoint closed since they were produced stay in the ring with no
 // endpoint (ep NULL) until poll() passes them, as the module's stay until
 // libtb5 drops them.
-struct Cq {
-	std::mutex mu;		// all below, and every endpoint's rules
-	tb5_cq_acct acct = {};
-	uint32_t head = 0;	// the consumer's index
-	std::vector<tb5_wc> ring;
+//
+// One lock covers the queue and the rules of every endpoint on it, as
+// tb5_ctxrules.h requires of a caller of the core's rules: what it covers
+// is reached only through the accessors below and SimEp::rules(), which
+// assert that the calling thread holds it (util/checked_mutex.hpp: in
+// every build but Release).
+class Cq {
+public:
+	CheckedMutex mu{ "the simulator's completion queue lock" };
 
-	int init(uint32_t entries)
+	// Before the queue is shared: no lock.
+	int init(uint32_t n)
 	{
-		int ret = tb5_cq_acct_init(&acct, entries);
+		int ret = tb5_cq_acct_init(&acct_, n);
 
 		if (!ret)
-			ring.assign(entries, tb5_wc{});
+			ring_.assign(n, tb5_wc{});
 		return ret;
 	}
-	bool empty() const { return head == acct.tail; }
+	// Its size, fixed by init(): no lock.
+	uint32_t entries() const { return acct_.entries; }
+
+	// With mu held:
+	tb5_cq_acct *acct()
+	{
+		mu.assert_held();
+		return &acct_;
+	}
+	uint32_t &head()	// the consumer's index
+	{
+		mu.assert_held();
+		return head_;
+	}
+	tb5_wc &entry(uint32_t index)	// the entry at @index (any number)
+	{
+		mu.assert_held();
+		return ring_[index & (acct_.entries - 1)];
+	}
+	bool empty() { return head() == acct()->tail; }
+
+private:
+	tb5_cq_acct acct_ = {};
+	uint32_t head_ = 0;
+	std::vector<tb5_wc> ring_;
 };
 
 struct SimMr : tb5_mr {
@@ -238,9 +268,6 @@ struct SimEp : tb5_endpoint {
 	HostSlot *doorbell;
 	struct tb5_ep *core = nullptr;
 	bool closed = false;			// under cq->mu
-	// Operation slots, event credits, the INCOMING rule: the core's,
-	// shared with the module (accept until -EAGAIN). Under cq->mu.
-	tb5_ep_rules rules = {};
 	uint64_t local_host = 0;
 
 	SimEp(tb5_device *d, uint64_t ctx, bool listens, std::shared_ptr<Cq> q,
@@ -252,13 +279,20 @@ struct SimEp : tb5_endpoint {
 	}
 	~SimEp() override { live->fetch_sub(1); }
 
+	// Operation slots, event credits, the INCOMING rule: the core's,
+	// shared with the module (accept until -EAGAIN). With cq->mu held.
+	tb5_ep_rules *rules()
+	{
+		cq->mu.assert_held();
+		return &rules_;
+	}
 	// Give back what the rules hold on the queue (released, or never
 	// given to the core).
 	void release()
 	{
 		std::lock_guard lk(cq->mu);
 
-		tb5_ep_rules_release(&rules, &cq->acct);
+		tb5_ep_rules_release(rules(), cq->acct());
 	}
 	// Write @wc at @index of the ring (cq->mu held): the core's rules
 	// produced it. A closed endpoint's entry is written without it.
@@ -266,8 +300,11 @@ struct SimEp : tb5_endpoint {
 	{
 		if (closed)
 			wc.ep = nullptr;
-		cq->ring[index] = wc;
+		cq->entry(index) = wc;
 	}
+
+private:
+	tb5_ep_rules rules_ = {};
 };
 
 class SimDevice final : public tb5_device {
@@ -381,8 +418,8 @@ private:
 		{
 			std::lock_guard lk(cq_->mu);
 
-			ret = tb5_ep_rules_open(&e->rules, &cq_->acct,
-						cq_->head, listener);
+			ret = tb5_ep_rules_open(e->rules(), cq_->acct(),
+						cq_->head(), listener);
 		}
 		if (ret)
 			return cq_full(what);
@@ -394,7 +431,7 @@ private:
 		tb5_link_info info;
 
 		link_->describe(info);
-		return fail_cq_full(info.name, cq_->acct.entries, what);
+		return fail_cq_full(info.name, cq_->entries(), what);
 	}
 	void adopt(SimEp *e)
 	{
@@ -491,7 +528,7 @@ int SimDevice::accept(tb5_endpoint *listener, uint64_t context,
 		// Re-armed before the core looks (the core's rule).
 		std::lock_guard lk(cq_->mu);
 
-		tb5_ep_rules_accepting(&l->rules, &cq_->acct, cq_->head);
+		tb5_ep_rules_accepting(l->rules(), cq_->acct(), cq_->head());
 	}
 	ret = tb5_accept(l->core, e.get(), &e->core);
 	link_->flush();
@@ -519,12 +556,11 @@ int SimDevice::close(tb5_endpoint *ep)
 	{
 		// Its entries keep their places in the ring, without it.
 		std::lock_guard lk(cq_->mu);
-		const uint32_t mask = cq_->acct.entries - 1;
 
 		e->closed = true;
-		for (uint32_t i = cq_->head; i != cq_->acct.tail; i++)
-			if (cq_->ring[i & mask].ep == e)
-				cq_->ring[i & mask].ep = nullptr;
+		for (uint32_t i = cq_->head(); i != cq_->acct()->tail; i++)
+			if (cq_->entry(i).ep == e)
+				cq_->entry(i).ep = nullptr;
 	}
 	// The core reports TB5_EV_RELEASED last, which frees @e, possibly
 	// inside this call.
@@ -544,7 +580,7 @@ int SimDevice::state(tb5_endpoint *ep, int *error)
 	if (error) {
 		std::lock_guard lk(cq_->mu);
 
-		*error = tb5_ep_rules_error(&e->rules);
+		*error = tb5_ep_rules_error(e->rules());
 	}
 	return st;
 }
@@ -572,7 +608,7 @@ int SimDevice::post_ops(const tb5_op *ops, size_t count, size_t *posted)
 			// A queue entry (-ENOSPC), then a slot (-EAGAIN).
 			std::lock_guard lk(cq_->mu);
 
-			ret = tb5_ep_rules_post(&e->rules, &cq_->acct, cq_->head,
+			ret = tb5_ep_rules_post(e->rules(), cq_->acct(), cq_->head(),
 						o.kind, o.user_data, m, &slot);
 			if (!ret)
 				m->inflight.fetch_add(1, std::memory_order_relaxed);
@@ -594,7 +630,7 @@ int SimDevice::post_ops(const tb5_op *ops, size_t count, size_t *posted)
 			{
 				std::lock_guard lk(cq_->mu);
 
-				if (tb5_ep_rules_unpost(&e->rules, &cq_->acct, slot))
+				if (tb5_ep_rules_unpost(e->rules(), cq_->acct(), slot))
 					m->inflight.fetch_sub(1, std::memory_order_release);
 			}
 			*posted = i;
@@ -617,10 +653,9 @@ int SimDevice::poll(tb5_wc *wc, int max)
 	if (polls_.fetch_add(1, std::memory_order_relaxed) % kOthersEvery == 0)
 		host_->progress_others(link_);
 	std::lock_guard lk(cq_->mu);
-	const uint32_t mask = cq_->acct.entries - 1;
 
 	while (n < max && !cq_->empty()) {
-		const tb5_wc &w = cq_->ring[cq_->head++ & mask];
+		const tb5_wc &w = cq_->entry(cq_->head()++);
 
 		if (w.ep)	// else its endpoint was closed: dropped
 			wc[n++] = w;
@@ -721,7 +756,7 @@ void deliver_completion(void *ep_ctx, const struct tb5_completion *c)
 		std::lock_guard lk(e->cq->mu);
 
 		// The entry was reserved when the operation was posted.
-		ret = tb5_ep_rules_complete(&e->rules, &e->cq->acct, e->cq->head,
+		ret = tb5_ep_rules_complete(e->rules(), e->cq->acct(), e->cq->head(),
 					    c->user_id, &wc.user_data, &region,
 					    &index);
 		if (ret == -EINVAL)
@@ -756,7 +791,7 @@ void deliver_event(void *ep_ctx, enum tb5_event ev, int status)
 		// One INCOMING until the next accept, and only with a credit.
 		std::lock_guard lk(e->cq->mu);
 
-		raise = tb5_ep_rules_event(&e->rules, &e->cq->acct, e->cq->head,
+		raise = tb5_ep_rules_event(e->rules(), e->cq->acct(), e->cq->head(),
 					   ev, status, &index);
 		if (raise > 0)
 			e->write(index, wc);
