@@ -82,6 +82,25 @@ void tb5_cq_write(struct tb5_cq *cq, u32 index, const struct tb5_cqe *cqe)
 	smp_store_release(&cq->ring->tail, cq->acct.tail);
 }
 
+/*
+ * What the core's rules (core/tb5_ctxrules.h) work on: the queue's
+ * accounting and an endpoint's rules, both covered by cq->lock, which the
+ * rules expect held. Every call of a rule reaches them through these, so
+ * lockdep checks each caller: producing, posting, releasing, unposting and
+ * reading an endpoint's error alike.
+ */
+struct tb5_cq_acct *tb5_cq_rules_acct(struct tb5_cq *cq)
+{
+	lockdep_assert_held(&cq->lock);
+	return &cq->acct;
+}
+
+struct tb5_ep_rules *tb5_kep_rules(struct tb5_kep *kep)
+{
+	lockdep_assert_held(&kep->ctx->cq->lock);
+	return &kep->rules;
+}
+
 void tb5_cq_wake(struct tb5_cq *cq)
 {
 	wake_up_interruptible(&cq->wait);
@@ -92,7 +111,7 @@ bool tb5_cq_readable(struct tb5_cq *cq)
 	bool readable;
 
 	spin_lock_bh(&cq->lock);
-	readable = tb5_cq_acct_used(&cq->acct, tb5_cq_head(cq)) > 0;
+	readable = tb5_cq_acct_used(tb5_cq_rules_acct(cq), tb5_cq_head(cq)) > 0;
 	spin_unlock_bh(&cq->lock);
 	return readable;
 }

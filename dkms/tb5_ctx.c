@@ -95,7 +95,7 @@ static void kep_release_rules(struct tb5_kep *kep)
 	struct tb5_cq *cq = kep->ctx->cq;
 
 	spin_lock_bh(&cq->lock);
-	tb5_ep_rules_release(&kep->rules, &cq->acct);
+	tb5_ep_rules_release(tb5_kep_rules(kep), tb5_cq_rules_acct(cq));
 	spin_unlock_bh(&cq->lock);
 }
 
@@ -116,8 +116,8 @@ static struct tb5_kep *kep_alloc(struct tb5_ctx *ctx, bool listener)
 		return ERR_PTR(-ENOMEM);
 	kep->ctx = ctx;
 	spin_lock_bh(&cq->lock);
-	ret = tb5_ep_rules_open(&kep->rules, &cq->acct, tb5_cq_head(cq),
-				listener);
+	ret = tb5_ep_rules_open(tb5_kep_rules(kep), tb5_cq_rules_acct(cq),
+				tb5_cq_head(cq), listener);
 	spin_unlock_bh(&cq->lock);
 	if (ret) {
 		kfree(kep);
@@ -237,7 +237,8 @@ static int ioc_accept(struct tb5_ctx *ctx, struct tb5_accept *arg)
 	 */
 	cq = ctx->cq;
 	spin_lock_bh(&cq->lock);
-	tb5_ep_rules_accepting(&l->rules, &cq->acct, tb5_cq_head(cq));
+	tb5_ep_rules_accepting(tb5_kep_rules(l), tb5_cq_rules_acct(cq),
+			       tb5_cq_head(cq));
 	spin_unlock_bh(&cq->lock);
 	ret = tb5_accept(l->ep, kep, &ep);
 	if (ret) {
@@ -274,7 +275,7 @@ static int ioc_ep_query(struct tb5_ctx *ctx, struct tb5_ep_query *arg)
 		return -EINVAL;
 	arg->state = tb5_ep_state(kep->ep);
 	spin_lock_bh(&ctx->cq->lock);
-	arg->error = tb5_ep_rules_error(&kep->rules);
+	arg->error = tb5_ep_rules_error(tb5_kep_rules(kep));
 	spin_unlock_bh(&ctx->cq->lock);
 	arg->pad = 0;
 	return 0;
@@ -305,8 +306,9 @@ static int post_one(struct tb5_ctx *ctx, const struct tb5_post_op *op)
 
 	/* A completion entry first (-ENOSPC), then a slot (-EAGAIN). */
 	spin_lock_bh(&cq->lock);
-	ret = tb5_ep_rules_post(&kep->rules, &cq->acct, tb5_cq_head(cq),
-				op->op, op->user_data, mr, &slot);
+	ret = tb5_ep_rules_post(tb5_kep_rules(kep), tb5_cq_rules_acct(cq),
+				tb5_cq_head(cq), op->op, op->user_data, mr,
+				&slot);
 	if (!ret)
 		atomic_inc(&mr->inflight);
 	spin_unlock_bh(&cq->lock);
@@ -321,7 +323,8 @@ static int post_one(struct tb5_ctx *ctx, const struct tb5_post_op *op)
 		ret = tb5_post_recv(kep->ep, &mem, op->len, op->tag, slot);
 	if (ret) {
 		spin_lock_bh(&cq->lock);
-		if (tb5_ep_rules_unpost(&kep->rules, &cq->acct, slot))
+		if (tb5_ep_rules_unpost(tb5_kep_rules(kep),
+					tb5_cq_rules_acct(cq), slot))
 			atomic_dec(&mr->inflight);
 		spin_unlock_bh(&cq->lock);
 	}

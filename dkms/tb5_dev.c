@@ -262,9 +262,9 @@ static void tb5_dev_complete(void *priv, void *ep_ctx,
 	ucqe.ep = kep->handle;
 	spin_lock_bh(&cq->lock);
 	/* The entry was reserved when the operation was posted. */
-	ret = tb5_ep_rules_complete(&kep->rules, &cq->acct, tb5_cq_head(cq),
-				    c->user_id, &ucqe.user_data, &region,
-				    &index);
+	ret = tb5_ep_rules_complete(tb5_kep_rules(kep), tb5_cq_rules_acct(cq),
+				    tb5_cq_head(cq), c->user_id,
+				    &ucqe.user_data, &region, &index);
 	if (ret == -EINVAL) {
 		spin_unlock_bh(&cq->lock);
 		return;		/* no such operation: nothing to free */
@@ -290,7 +290,7 @@ static void tb5_dev_event(void *priv, void *ep_ctx, enum tb5_event ev,
 
 	if (ev == TB5_EV_RELEASED) {
 		spin_lock_bh(&cq->lock);
-		tb5_ep_rules_release(&kep->rules, &cq->acct);
+		tb5_ep_rules_release(tb5_kep_rules(kep), tb5_cq_rules_acct(cq));
 		spin_unlock_bh(&cq->lock);
 		kfree(kep);
 		/*
@@ -322,8 +322,8 @@ static void tb5_dev_event(void *priv, void *ep_ctx, enum tb5_event ev,
 	}
 	spin_lock_bh(&cq->lock);
 	/* One INCOMING at a time, and only with a credit: the core's rules. */
-	raise = tb5_ep_rules_event(&kep->rules, &cq->acct, tb5_cq_head(cq),
-				   ev, status, &index);
+	raise = tb5_ep_rules_event(tb5_kep_rules(kep), tb5_cq_rules_acct(cq),
+				   tb5_cq_head(cq), ev, status, &index);
 	if (raise > 0)
 		tb5_cq_write(cq, index, &ucqe);
 	spin_unlock_bh(&cq->lock);

@@ -114,7 +114,8 @@ struct tb5_dev {
 /*
  * The completion queue. @lock, taken with bottom halves off, covers @acct
  * and the rules (tb5_kep.rules) of every endpoint of the context: the
- * core's rules of tb5_ctxrules.h run under it.
+ * core's rules of tb5_ctxrules.h run under it, and reach both through
+ * tb5_cq_rules_acct() and tb5_kep_rules(), which assert it held.
  */
 struct tb5_cq {
 	spinlock_t lock;
@@ -207,6 +208,8 @@ struct tb5_cq *tb5_cq_create(u32 entries);
 void tb5_cq_destroy(struct tb5_cq *cq);
 u32 tb5_cq_head(struct tb5_cq *cq);
 void tb5_cq_write(struct tb5_cq *cq, u32 index, const struct tb5_cqe *cqe);
+struct tb5_cq_acct *tb5_cq_rules_acct(struct tb5_cq *cq);
+struct tb5_ep_rules *tb5_kep_rules(struct tb5_kep *kep);
 void tb5_cq_wake(struct tb5_cq *cq);
 bool tb5_cq_readable(struct tb5_cq *cq);
 int tb5_cq_mmap(struct tb5_cq *cq, struct vm_area_struct *vma);
