@@ -211,11 +211,11 @@ int get_host(Host **out)
 // One lock covers the queue and the rules of every endpoint on it, as
 // tb5_ctxrules.h requires of a caller of the core's rules: what it covers
 // is reached only through the accessors below and SimEp::rules(), which
-// assert that the calling thread holds it (util/checked_mutex.hpp: in
-// every build but Release).
+// assert that the calling thread holds it (util/checked_mutex.hpp, where
+// the core checks its own locks), naming the function that called them.
 class Cq {
 public:
-	CheckedMutex mu{ "the simulator's completion queue lock" };
+	CheckedMutex mu{ "the completion queue's lock (Cq::mu)" };
 
 	// Before the queue is shared: no lock.
 	int init(uint32_t n)
@@ -229,23 +229,28 @@ public:
 	// Its size, fixed by init(): no lock.
 	uint32_t entries() const { return acct_.entries; }
 
-	// With mu held:
-	tb5_cq_acct *acct()
+	// With mu held (@who: the caller, for the assertion's message):
+	tb5_cq_acct *acct(const char *who = __builtin_FUNCTION())
 	{
-		mu.assert_held();
+		mu.assert_held(who);
 		return &acct_;
 	}
-	uint32_t &head()	// the consumer's index
+	// The consumer's index.
+	uint32_t &head(const char *who = __builtin_FUNCTION())
 	{
-		mu.assert_held();
+		mu.assert_held(who);
 		return head_;
 	}
-	tb5_wc &entry(uint32_t index)	// the entry at @index (any number)
+	// The entry at @index (any number: the ring wraps it).
+	tb5_wc &entry(uint32_t index, const char *who = __builtin_FUNCTION())
 	{
-		mu.assert_held();
+		mu.assert_held(who);
 		return ring_[index & (acct_.entries - 1)];
 	}
-	bool empty() { return head() == acct()->tail; }
+	bool empty(const char *who = __builtin_FUNCTION())
+	{
+		return head(who) == acct(who)->tail;
+	}
 
 private:
 	tb5_cq_acct acct_ = {};
@@ -281,9 +286,9 @@ struct SimEp : tb5_endpoint {
 
 	// Operation slots, event credits, the INCOMING rule: the core's,
 	// shared with the module (accept until -EAGAIN). With cq->mu held.
-	tb5_ep_rules *rules()
+	tb5_ep_rules *rules(const char *who = __builtin_FUNCTION())
 	{
-		cq->mu.assert_held();
+		cq->mu.assert_held(who);
 		return &rules_;
 	}
 	// Give back what the rules hold on the queue (released, or never

@@ -1,87 +1,55 @@
 // SPDX-License-Identifier: MIT
 //
-// checked_mutex.hpp - a mutex that knows which thread holds it, so that code
-// that needs it held can say so: assert_held() ends the process, naming the
-// lock, when the calling thread does not hold it. The simulator's analogue
-// of the kernel's lockdep_assert_held().
+// checked_mutex.hpp - a lock for libtb5's own objects that code needing it
+// held can assert, as the transport core asserts the link's lock: it is the
+// core's user-space lock (tb5_os_lock_create(), src/coreos/tb5_os_posix.c),
+// which records the thread that holds it, wrapped for std::lock_guard.
 //
-// The owner is kept where TB5_DEBUG_LOCKS is defined (src/lib/CMakeLists.txt
-// defines it in every build type but Release and MinSizeRel: the default
-// RelWithDebInfo, CI's builds with and without sanitizers, Debug) or NDEBUG
-// is not; elsewhere (the packages' Release builds) it is a plain mutex and
-// assert_held() does nothing.
+// assert_held() aborts, naming the function that asked and the lock, when
+// the calling thread does not hold it, in the builds where the core checks
+// its own locks (TB5_OS_LOCK_CHECKS: those without NDEBUG, and the
+// sanitized ones); elsewhere it does nothing, as tb5_os_assert_held() does.
 #ifndef TB5_UTIL_CHECKED_MUTEX_HPP
 #define TB5_UTIL_CHECKED_MUTEX_HPP
 
-#include <atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <mutex>
-#include <thread>
+#include <new>
 
-#if defined(TB5_DEBUG_LOCKS) || !defined(NDEBUG)
-#define TB5_LOCK_CHECKS 1
-#else
-#define TB5_LOCK_CHECKS 0
-#endif
+#include "tb5_os.h"
 
 namespace tb5 {
 
 class CheckedMutex {
 public:
-	// @name says which lock it is when an assertion fails.
-	explicit CheckedMutex(const char *name) : name_(name) {}
+	// @name says which lock it is when an assertion fails. Throws
+	// std::bad_alloc when no lock can be made.
+	explicit CheckedMutex(const char *name)
+		: lock_(tb5_os_lock_create()), name_(name)
+	{
+		if (!lock_)
+			throw std::bad_alloc();
+	}
+	~CheckedMutex() { tb5_os_lock_destroy(lock_); }
 	CheckedMutex(const CheckedMutex &) = delete;
 	CheckedMutex &operator=(const CheckedMutex &) = delete;
 
-	// BasicLockable and Lockable: std::lock_guard, std::unique_lock.
-	void lock()
-	{
-		mu_.lock();
-		set_owner(std::this_thread::get_id());
-	}
-	bool try_lock()
-	{
-		if (!mu_.try_lock())
-			return false;
-		set_owner(std::this_thread::get_id());
-		return true;
-	}
-	void unlock()
-	{
-		set_owner(std::thread::id());
-		mu_.unlock();
-	}
+	// BasicLockable: std::lock_guard, std::unique_lock.
+	void lock() { tb5_os_lock(lock_); }
+	void unlock() { tb5_os_unlock(lock_); }
 
-	// The calling thread must hold the lock: else, in a build that checks,
-	// the process ends here with a message that names the lock.
-	void assert_held() const
+	// The calling thread holds the lock: else, where locks are checked,
+	// the process ends with a message that names @who (by default the
+	// function that calls this) and the lock.
+	void assert_held(
+		[[maybe_unused]] const char *who = __builtin_FUNCTION()) const
 	{
-#if TB5_LOCK_CHECKS
-		// Only the holder writes its own id, and it clears it before
-		// unlocking: no other thread can make this read our id.
-		if (owner_.load(std::memory_order_relaxed) !=
-		    std::this_thread::get_id()) {
-			fprintf(stderr, "libtb5: %s is not held by this thread, "
-				"which needs it\n", name_);
-			abort();
-		}
+#ifdef TB5_OS_LOCK_CHECKS
+		tb5_os_assert_held_at(lock_, name_, who);
 #endif
 	}
 
 private:
-	void set_owner([[maybe_unused]] std::thread::id id)
-	{
-#if TB5_LOCK_CHECKS
-		owner_.store(id, std::memory_order_relaxed);
-#endif
-	}
-
-	std::mutex mu_;
+	struct tb5_os_spinlock *lock_;
 	[[maybe_unused]] const char *name_;
-#if TB5_LOCK_CHECKS
-	std::atomic<std::thread::id> owner_{};
-#endif
 };
 
 } // namespace tb5
