@@ -249,6 +249,40 @@ int tb5_reg_dmabuf(tb5_device *dev, int fd, uint64_t offset, uint64_t len,
 	});
 }
 
+int tb5_reg_gpu(tb5_device *dev, void *addr, size_t len, int dmabuf_fd,
+		uint64_t dmabuf_offset, tb5_mr **mr)
+{
+	if (!dev || !mr)
+		return -EINVAL;
+	*mr = nullptr;
+	return guarded([&] {
+		if (!addr || !len)
+			return tb5::fail(-EINVAL, "a GPU region needs an address "
+					 "and a length > 0");
+		if ((uintptr_t)addr + len < (uintptr_t)addr)
+			return tb5::fail(-EINVAL, "the region wraps around "
+					 "the address space");
+		if (dmabuf_fd < -1)
+			return tb5::fail(-EBADF, "dmabuf_fd %d: a dma-buf fd, or "
+					 "-1 for none", dmabuf_fd);
+		if (dmabuf_fd >= 0 && dmabuf_offset + len < dmabuf_offset)
+			return tb5::fail(-EINVAL, "dma-buf offset %llu + %zu bytes "
+					 "overflow", (unsigned long long)dmabuf_offset,
+					 len);
+		return dev->reg_gpu(addr, len, dmabuf_fd, dmabuf_offset, mr);
+	});
+}
+
+// The kernel backend's (and any backend's without a DMA engine of its own).
+int tb5_device::reg_gpu(void *, size_t len, int fd, uint64_t offset, tb5_mr **mr)
+{
+	if (fd < 0)
+		return tb5::fail(-EOPNOTSUPP, "this link registers GPU memory "
+				 "through its dma-buf only: pass the dma-buf fd "
+				 "(NCCL's regMrDmaBuf), not an address alone");
+	return reg_dmabuf(fd, offset, len, mr);
+}
+
 int tb5_dereg(tb5_mr *mr)
 {
 	if (!mr)

@@ -46,6 +46,11 @@ struct tb5_device {
 	virtual int reg_host(void *addr, size_t len, tb5_mr **mr) = 0;
 	virtual int reg_dmabuf(int fd, uint64_t offset, uint64_t len,
 			       tb5_mr **mr) = 0;
+	// GPU memory as NCCL hands it (tb5_reg_gpu(); @fd -1: none; @len
+	// checked already). A backend without a DMA engine of its own
+	// imports the dma-buf, and refuses an address alone.
+	virtual int reg_gpu(void *addr, size_t len, int fd, uint64_t offset,
+			    tb5_mr **mr);
 	// Frees @mr on success.
 	virtual int dereg(tb5_mr *mr) = 0;
 

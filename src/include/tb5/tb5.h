@@ -41,6 +41,8 @@
  * Memory
  *   Sends and receives name a registered region and an offset in it. A
  *   region cannot be deregistered (-EBUSY) while an operation uses it.
+ *   GPU memory is registered as NCCL hands it (tb5_reg_gpu()): a device
+ *   address with its dma-buf, or a device address alone.
  *
  * Errors
  *   Functions return 0 (or a count) on success and a negative errno on
@@ -85,6 +87,7 @@ typedef struct tb5_endpoint tb5_endpoint;
 #define TB5_CAP_HOST_MEM	(1u << 0)	/* tb5_reg_host() */
 #define TB5_CAP_DMABUF		(1u << 1)	/* tb5_reg_dmabuf() */
 #define TB5_CAP_LOOP		(1u << 2)	/* one end of a loop pair */
+#define TB5_CAP_GPU_MEM		(1u << 3)	/* tb5_reg_gpu() of a device pointer alone */
 
 #define TB5_NAME_MAX		32	/* bytes of a link name, NUL included */
 
@@ -227,6 +230,31 @@ TB5_API int tb5_reg_host(tb5_device *dev, void *addr, size_t len, tb5_mr **mr);
 /* Import [offset, offset + len) of a dma-buf; needs TB5_CAP_DMABUF. */
 TB5_API int tb5_reg_dmabuf(tb5_device *dev, int fd, uint64_t offset,
 			   uint64_t len, tb5_mr **mr);
+/*
+ * Register [addr, addr + len) of GPU memory (a CUDA device address), as
+ * NCCL hands it: regMrDmaBuf(data, size, offset, fd) is
+ * tb5_reg_gpu(dev, data, size, fd, offset, &mr), and regMr with
+ * NCCL_PTR_CUDA is tb5_reg_gpu(dev, data, size, -1, 0, &mr).
+ *
+ * @dmabuf_fd, if not -1, is a dma-buf of that memory and @dmabuf_offset
+ * the offset of @addr in it; the call does not take the fd over (close it
+ * when you like). Without an fd the link needs TB5_CAP_GPU_MEM. Sends and
+ * receives name the region by offset from @addr, as for host memory.
+ *
+ *   kernel     imports the dma-buf (TB5_CAP_DMABUF, as tb5_reg_dmabuf());
+ *              an address alone is refused with -EOPNOTSUPP
+ *   simulator  TB5_CAP_GPU_MEM where a DMA engine carries GPU memory (the
+ *              GPUs' copy engines through CUDA, loaded at run time): the
+ *              address must be device memory, the dma-buf (if given) at
+ *              least @dmabuf_offset + @len bytes. Without one: -EOPNOTSUPP,
+ *              tb5_last_error() says why (no libcuda, cuInit's error...)
+ *
+ * -EINVAL: a length of 0 or past the end of the address space, an address
+ * that is not device memory, an fd that is not a dma-buf, an offset past
+ * its end. Nothing is registered on failure.
+ */
+TB5_API int tb5_reg_gpu(tb5_device *dev, void *addr, size_t len,
+			int dmabuf_fd, uint64_t dmabuf_offset, tb5_mr **mr);
 /* -EBUSY while an operation still uses the region (the region stays). */
 TB5_API int tb5_dereg(tb5_mr *mr);
 

@@ -34,9 +34,13 @@ struct FrameDesc {
 	uint16_t len;
 	uint8_t sof;
 	uint8_t eof;
-	uint32_t pad;
+	uint32_t flags;		// kFrameByRef, else 0
 };
 static_assert(sizeof(FrameDesc) == 16);
+
+// The slot holds a GpuRef (sim/gpu_region.hpp), not the payload: the
+// receiver copies len bytes from the sender's GPU memory (sim_link_gpu.cc).
+constexpr uint32_t kFrameByRef = 1;
 
 struct alignas(64) RingIndices {
 	alignas(64) std::atomic<uint32_t> head;	// written by the producer
@@ -87,16 +91,20 @@ public:
 	// Fill the next descriptor (the caller checked free_slots()); the
 	// consumer takes it once @due_ns has passed.
 	uint8_t *produce_slot(uint8_t sof, uint8_t eof, uint16_t len,
-			      uint64_t due_ns)
+			      uint64_t due_ns, uint32_t flags = 0)
 	{
 		uint32_t i = prod_head_ & mask_;
 
-		desc_[i] = { due_ns, len, sof, eof, 0 };
+		desc_[i] = { due_ns, len, sof, eof, flags };
 		return data_ + size_t(i) * TB5_FRAME_MAX;
 	}
 	// The filled descriptor is ours until publish() hands it over.
 	void produce_commit() { prod_head_++; }
 	uint32_t unpublished() const { return prod_head_ - published_; }
+	// Descriptors filled so far (a free-running count).
+	uint32_t produced() const { return prod_head_; }
+	// Descriptors the consumer has given back so far (free-running).
+	uint32_t consumed() const { return idx_->tail.load(std::memory_order_acquire); }
 	void publish()
 	{
 		if (published_ != prod_head_) {

@@ -200,10 +200,21 @@ int parse_config(const std::string &spec, Config &out)
 					    "before it serves the next endpoint, 1 "
 					    "to %u", v.c_str(), TB5_BURST_FRAMES_MAX);
 			c.burst_frames = uint32_t(n);
+		} else if (k == "dma") {
+			if (v == "cuda")
+				c.dma = DmaKind::kCuda;
+			else if (v == "standin")
+				c.dma = DmaKind::kStandin;
+			else if (v == "off")
+				c.dma = DmaKind::kOff;
+			else
+				return fail(-EINVAL, "TB5_SIM: dma=%s: the DMA engine "
+					    "that carries GPU memory: cuda, standin "
+					    "(a test device) or off", v.c_str());
 		} else {
 			return fail(-EINVAL, "TB5_SIM: unknown key \"%s\" (known: "
 				    "hosts, uncabled, cables, host, loop, ring, rate, delay_us, usb4, "
-				    "copy, copy_min, burst)", k.c_str());
+				    "copy, copy_min, burst, dma)", k.c_str());
 		}
 	}
 	if (c.host >= 0 && uint32_t(c.host) >= c.hosts && c.hosts_given)

@@ -25,6 +25,8 @@
 //           copy workers (16..65536, default 64)
 //   burst   payload frames a link sends of one message before it serves
 //           the next endpoint (1..256, default the core's 16)
+//   dma     the DMA engine that carries GPU memory: cuda (the default,
+//           loaded at run time), standin (a test device) or off
 //
 // hosts, uncabled, cables and ring belong to the fabric: the first process fixes them and a
 // later one that asks for other values is refused. rate, delay_us and usb4
@@ -34,6 +36,8 @@
 
 #include <cstdint>
 #include <string>
+
+#include "sim/dma_engine.hpp"
 
 namespace tb5::sim {
 
@@ -56,6 +60,7 @@ struct Config {
 	int copy = -1;			// -1: default_copy_workers()
 	uint32_t copy_min_kib = 64;	// batches the copy workers share
 	uint32_t burst_frames = 0;	// 0: the core's default
+	DmaKind dma = DmaKind::kCuda;	// what carries GPU memory
 };
 
 constexpr uint32_t kMaxHosts = 16;

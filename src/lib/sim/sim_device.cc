@@ -20,6 +20,7 @@
 #include "error.hpp"
 #include "objects.hpp"
 #include "sim/fabric.hpp"
+#include "sim/gpu_region.hpp"
 #include "sim/sim_config.hpp"
 #include "sim/sim_link.hpp"
 #include "tb5_ctxrules.h"
@@ -68,6 +69,9 @@ public:
 		return false;
 	}
 
+	// GPU memory: the DMA engine (TB5_SIM dma=), exports and imports.
+	// Before the links, which use it until they go.
+	GpuMem gpu;
 	std::vector<std::unique_ptr<SimLink>> links;
 	Fabric fabric;
 	// The DMA engines: copy worker threads, running while a device is
@@ -91,6 +95,7 @@ void leave_at_exit()
 	if (!the_host || the_host->pid != getpid())
 		return;
 	the_host->engine.stop();
+	the_host->gpu.leave();
 	the_host->fabric.leave();
 	if (the_host->devices.load() == 0) {
 		delete the_host;
@@ -109,6 +114,8 @@ int Host::init(const Config &cfg)
 			 size_t(cfg.copy_min_kib) << 10);
 	CopyEngine *eng = engine.configured() ? &engine : nullptr;
 	const WireClock wire(cfg.rate_mbps, cfg.delay_ns, cfg.usb4);
+
+	gpu.init(cfg.dma, cfg.fabric, fabric.my_session());
 	uint32_t index = 0;
 
 	for (uint32_t j = 0; j < fabric.hosts(); j++) {
@@ -126,6 +133,7 @@ int Host::init(const Config &cfg)
 			if (ret)
 				return ret;
 			l->set_copy_engine(eng);
+			l->set_gpu(&gpu);
 			links.push_back(std::move(l));
 		}
 	}
@@ -152,6 +160,7 @@ int Host::init(const Config &cfg)
 			if (ret)
 				return ret;
 			l->set_copy_engine(eng);
+			l->set_gpu(&gpu);
 			ends[e] = l.get();
 			links.push_back(std::move(l));
 		}
@@ -261,6 +270,8 @@ private:
 struct SimMr : tb5_mr {
 	uint8_t *base;
 	std::atomic<uint32_t> inflight{ 0 };
+	bool is_gpu = false;
+	GpuRegion gpu;		// is_gpu: its DMA engine's view
 	SimMr(tb5_device *d, void *addr, uint64_t bytes)
 		: tb5_mr(d, bytes), base(static_cast<uint8_t *>(addr))
 	{
@@ -379,8 +390,23 @@ public:
 	}
 	int reg_dmabuf(int, uint64_t, uint64_t, tb5_mr **) override
 	{
-		return fail(-EOPNOTSUPP, "the simulator carries host memory only "
-			    "(no dma-buf)");
+		return fail(-EOPNOTSUPP, "the simulator takes GPU memory by its "
+			    "address (tb5_reg_gpu(), with or without its "
+			    "dma-buf), not a dma-buf alone");
+	}
+	int reg_gpu(void *addr, size_t len, int fd, uint64_t offset,
+		    tb5_mr **mr) override
+	{
+		auto m = std::make_unique<SimMr>(this, addr, len);
+		int ret = host_->gpu.reg(addr, len, fd, offset, m->gpu);
+
+		if (ret)
+			return ret;
+		m->is_gpu = true;
+		std::lock_guard lk(mu_);
+		*mr = m.get();
+		mrs_.insert(m.release());
+		return 0;
 	}
 	int dereg(tb5_mr *mr) override
 	{
@@ -393,8 +419,15 @@ public:
 			return fail(-EBUSY, "the region is still in use by %u "
 				    "operation(s)", m->inflight.load());
 		mrs_.erase(m);
-		delete m;
+		drop_mr(m);
 		return 0;
+	}
+	// Frees @m, withdrawing its export first (peers close theirs).
+	void drop_mr(SimMr *m)
+	{
+		if (m->is_gpu)
+			host_->gpu.dereg(m->gpu);
+		delete m;
 	}
 	int listen(uint64_t service, uint32_t flags, uint64_t context,
 		   tb5_endpoint **ep) override;
@@ -626,7 +659,10 @@ int SimDevice::post_ops(const tb5_op *ops, size_t count, size_t *posted)
 				return cq_full("post");
 			return fail(ret, "posting: %s", strerror(-ret));
 		}
-		struct tb5_mem mem = { nullptr, uint64_t(uintptr_t(m->base + o.offset)) };
+		// A GPU region's operations name it: its frames go to the
+		// DMA engine (sim_link_gpu.cc).
+		struct tb5_mem mem = { m->is_gpu ? &m->gpu : nullptr,
+				       uint64_t(uintptr_t(m->base + o.offset)) };
 
 		ret = o.kind == TB5_POST_SEND ?
 			      tb5_post_send(e->core, &mem, o.len, o.tag, slot) :
@@ -733,7 +769,7 @@ SimDevice::~SimDevice()
 	}
 	if (live_->load() == 0) {
 		for (SimMr *m : mrs_)
-			delete m;
+			drop_mr(m);
 	}
 	// Else operations may still name our regions: keep them (leak).
 	// The last device stops the copy workers (a copy that another

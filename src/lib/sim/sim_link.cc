@@ -58,6 +58,8 @@ SimLink::~SimLink()
 		tb5_link_down(core_, -ESHUTDOWN);
 		tb5_link_destroy(core_);
 	}
+	if (gpu_)
+		unpin_rings();
 }
 
 int SimLink::create(const std::string &name, uint32_t index,
@@ -100,6 +102,11 @@ void SimLink::attach_rings(uint8_t *base, int end)
 	tx_ring_.producer_attach();
 	rx_ring_.consumer_attach();
 	wire_.reset();		// fresh rings: nothing on the wire
+	// What the DMA engine page-locks if GPU memory goes through the
+	// rings: a cable's whole block (ours alone), a loop end's TX
+	// direction (the other end locks the other).
+	pin_base_ = mesh_ ? base : (end == 0 ? dir0 : dir1);
+	pin_len_ = (mesh_ ? 2 : 1) * ring_bytes(ring_size_);
 }
 
 void SimLink::start_loop()
@@ -127,7 +134,8 @@ void SimLink::describe(tb5_link_info &info)
 	info.ring_size = ring_size_;
 	info.max_frame = TB5_FRAME_MAX;
 	info.speed_mbps = uint32_t(std::min<uint64_t>(wire_.rate_mbps(), UINT32_MAX));
-	info.caps = TB5_CAP_HOST_MEM | (mesh_ ? 0 : TB5_CAP_LOOP);
+	info.caps = TB5_CAP_HOST_MEM | (mesh_ ? 0 : TB5_CAP_LOOP) |
+		    (gpu_ ? TB5_CAP_GPU_MEM : 0);
 	info.max_ops = TB5_EP_MAX_OPS;
 	info.max_msg = TB5_MSG_MAX;
 }
@@ -153,6 +161,9 @@ int SimLink::op_copy_to(void *priv, const struct tb5_mem *dst, const void *src,
 	auto *l = static_cast<SimLink *>(priv);
 	void *to = reinterpret_cast<void *>(uintptr_t(dst->offset));
 
+	// A GPU receive (its region is a GpuRegion), or a peer's GPU memory.
+	if (dst->region || l->rx_byref_)
+		return l->rx_dma(to, src, len);
 	if (l->in_rx_batch())
 		l->rx_stage(to, src, len);
 	else
@@ -165,6 +176,7 @@ void SimLink::op_complete(void *priv, void *ep_ctx,
 {
 	auto *l = static_cast<SimLink *>(priv);
 
+	l->rx_dma_flush();	// the bytes it reports, in place
 	if (l->engine_)
 		l->to_owner(ep_ctx, c, 0, 0);
 	else
@@ -215,6 +227,8 @@ void SimLink::to_owner(void *ep_ctx, const struct tb5_completion *c, int ev,
 
 void SimLink::quiesce_rx()
 {
+	// DMAs the core asked for before the close: done.
+	rx_dma_flush();
 	// A batch is open only inside progress(), under progress_mu_; one
 	// that made copies for the receives let go had said so under the
 	// core's lock, which our caller took since.
@@ -283,8 +297,12 @@ uint32_t SimLink::rx_due(uint32_t budget)
 }
 
 void SimLink::dma(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
-		  uint64_t cookie)
+		  uint64_t cookie, const GpuRegion *gpu)
 {
+	if (gpu) {
+		dma_gpu(sof, eof, len, src, cookie, *gpu);
+		return;
+	}
 	// With the engine, payload copies wait for the end of the pass; a
 	// frame with none pending ahead of it that ends its burst, or carries
 	// a header, goes out as without it (small messages, control frames).
@@ -304,6 +322,8 @@ void SimLink::dma(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
 	done_.push_back(cookie);
 	// Whole bursts at once; a small message is one frame, sent at once.
 	if (eof == TB5_EOF_LAST || tx_ring_.unpublished() >= 16) {
+		if (gpu_tx_.pending())
+			gpu_tx_.flush();	// GPU frames ahead
 		tx_ring_.publish();
 		wake_peer_ = true;
 	}
@@ -335,6 +355,8 @@ void SimLink::publish_tx()
 		engine_->run(tx_batch_);
 	done_.insert(done_.end(), staged_done_.begin(), staged_done_.end());
 	staged_done_.clear();
+	if (gpu_tx_.pending())
+		gpu_tx_.flush();
 	if (tx_ring_ && tx_ring_.unpublished()) {
 		tx_ring_.publish();
 		wake_peer_ = true;
@@ -343,10 +365,13 @@ void SimLink::publish_tx()
 
 void SimLink::publish_stalled()
 {
-	if (engine_)
+	if (engine_) {
 		publish_tx();
-	else
+	} else {
+		if (gpu_tx_.pending())
+			gpu_tx_.flush();
 		tx_ring_.publish();
+	}
 	wake_peer_ = true;
 }
 
@@ -359,6 +384,8 @@ void SimLink::flush()
 		if (engine_) {
 			publish_tx();
 		} else if (tx_ring_ && tx_ring_.unpublished()) {
+			if (gpu_tx_.pending())
+				gpu_tx_.flush();
 			tx_ring_.publish();
 			wake_peer_ = true;
 		}
@@ -373,6 +400,10 @@ int SimLink::tx(const struct tb5_tx_frame *f)
 	const void *src = f->sof == TB5_SOF_HEADER ?
 				  f->header :
 				  reinterpret_cast<const void *>(uintptr_t(f->payload.offset));
+	// A GPU region's frame (host regions have none).
+	const auto *gpu = f->sof == TB5_SOF_HEADER ?
+				  nullptr :
+				  static_cast<const GpuRegion *>(f->payload.region);
 	std::lock_guard lk(txq_mu_);
 
 	if (down_)
@@ -386,7 +417,7 @@ int SimLink::tx(const struct tb5_tx_frame *f)
 		return -EINVAL;
 	// Nothing queued ahead and room on the peer: straight onto the wire.
 	if (!txq_count_ && tx_ring_.free_slots()) {
-		dma(f->sof, f->eof, f->len, src, f->cookie);
+		dma(f->sof, f->eof, f->len, src, f->cookie, gpu);
 		return 0;
 	}
 	Pending &p = txq_[(txq_head_ + txq_count_) % ring_size_];
@@ -395,6 +426,7 @@ int SimLink::tx(const struct tb5_tx_frame *f)
 	p.eof = f->eof;
 	p.len = f->len;
 	p.cookie = f->cookie;
+	p.gpu = gpu;
 	if (f->sof == TB5_SOF_HEADER) {
 		memcpy(p.header, f->header, f->len);
 		p.payload = p.header;
@@ -425,6 +457,9 @@ void SimLink::check_peer()
 			return;
 		s = 0;
 	}
+	// The peer's exports go with it.
+	if (gpu_ && peer_session_)
+		gpu_->forget(peer_session_);
 	if (peer_session_)
 		go_down();
 	if (s)
@@ -442,6 +477,8 @@ uint32_t SimLink::report_moved()
 
 void SimLink::take_moved()
 {
+	if (gpu_tx_.pending())
+		gpu_tx_.flush();	// sent means copied
 	done_scratch_.swap(done_);
 	done_.clear();
 }
@@ -464,6 +501,9 @@ void SimLink::drop_tx()
 	if (engine_)
 		engine_->run(tx_batch_);
 	staged_done_.clear();
+	if (gpu_tx_.pending())
+		gpu_tx_.flush();	// no DMA left running into the ring
+	byref_.clear();
 }
 
 void SimLink::go_down()
@@ -477,6 +517,12 @@ void SimLink::go_down()
 		if (tx_ring_)
 			publish_tx();
 	}
+	{
+		// By-reference frames on the ring count as copied: nobody
+		// reads them any more once the link is down.
+		std::lock_guard lk(txq_mu_);
+		byref_sent();
+	}
 	report_moved();
 	{
 		// Staged since: dropped, like the queued ones.
@@ -486,6 +532,8 @@ void SimLink::go_down()
 	}
 	tb5_link_down(core_, -ENOLINK);
 	rx_ring_ = FrameRing();
+	if (gpu_)
+		unpin_rings();
 	cable_.reset();
 	if (mesh_) {
 		shm_unlink(path.c_str());
@@ -525,7 +573,12 @@ void SimLink::reset()
 		return;
 	}
 	// A loop end: drop what waits here and say hello again. Staged
-	// frames hold ring slots already: they go out.
+	// frames hold ring slots already: they go out, and frames by
+	// reference count as sent, as on a cable going down.
+	{
+		std::lock_guard lk(txq_mu_);
+		byref_sent();
+	}
 	report_moved();
 	{
 		std::lock_guard lk(txq_mu_);
@@ -547,7 +600,7 @@ bool SimLink::has_work()
 	if (rx_ring_ && rx_ring_.pending())
 		return true;
 	std::lock_guard lk(txq_mu_);
-	return !done_.empty() || !staged_done_.empty() ||
+	return !done_.empty() || !staged_done_.empty() || byref_reaped() ||
 	       (txq_count_ && tx_ring_ && tx_ring_.free_slots());
 }
 
@@ -560,6 +613,8 @@ uint32_t SimLink::progress(uint32_t budget)
 		return 0;
 	if (mesh_)
 		check_peer();
+	if (imported_)
+		gpu_->sweep(byref_peer());	// close what the peer withdrew
 
 	// The DMA engine: queued frames into the peer's RX ring.
 	{
@@ -571,13 +626,16 @@ uint32_t SimLink::progress(uint32_t budget)
 		while (!down_ && txq_count_ && tx_ring_.free_slots()) {
 			Pending &p = txq_[txq_head_];
 
-			dma(p.sof, p.eof, p.len, p.payload, p.cookie);
+			dma(p.sof, p.eof, p.len, p.payload, p.cookie, p.gpu);
 			txq_head_ = (txq_head_ + 1) % ring_size_;
 			txq_count_--;
 		}
 		// Sent means copied: the staged copies first.
 		if (engine_)
 			publish_tx();
+		// By-reference frames are sent once given back.
+		if (!byref_.empty())
+			reap_byref();
 		take_moved();
 	}
 	// The TX completion interrupt.
@@ -600,7 +658,10 @@ uint32_t SimLink::progress(uint32_t budget)
 
 			if (d.len == 0 || d.len > TB5_FRAME_MAX)
 				continue;	// never read past the frame buffer
-			tb5_link_rx(core_, d.sof, d.eof, rx_ring_.data(k), d.len);
+			if (d.flags & kFrameByRef)
+				rx_byref(d, rx_ring_.data(k));
+			else
+				tb5_link_rx(core_, d.sof, d.eof, rx_ring_.data(k), d.len);
 		}
 		if (batch) {
 			// The copies, then what reports them; the
@@ -611,6 +672,8 @@ uint32_t SimLink::progress(uint32_t budget)
 		}
 		// Before anyone reads what the completions report.
 		rx_copy_.fence();
+		// Descriptors go back once their DMAs are done.
+		rx_dma_flush();
 		if (n) {
 			rx_ring_.consume(n);
 			// Room freed on our RX ring: a sleeping sender may go on.

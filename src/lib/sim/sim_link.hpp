@@ -44,6 +44,20 @@
 // the model does not depend on how often either side polls (see
 // wire_clock.hpp).
 //
+// GPU memory (sim_link_gpu.cc): a payload frame of a GPU region (its
+// tb5_mem.region is the GpuRegion) is moved by the process's DMA engine,
+// never by the CPU. An exported region's frames carry a GpuRef instead of
+// their bytes (kFrameByRef, stamped with their payload length, so the link
+// model paces them as any frame); the receiver copies from the sender's
+// memory straight into the posted buffer, and gives the descriptors back
+// only once those copies are done, and the sender reports such a frame
+// sent only once the receiver has given its descriptor back. A region that
+// is not exported goes through the ring: a DMA into the slot, published
+// once done, and one out of it at the receiver. Copies into or out of GPU
+// memory are queued (DmaQueue) and waited for before anything that
+// reports them: a ring head published, a frame reported sent, a
+// completion delivered, descriptors given back, an endpoint closed.
+//
 // Threads: tx() runs under the core's link lock (any thread); progress()
 // runs in one thread at a time (others skip it) and never holds the TX
 // queue's lock while it calls into the core.
@@ -52,6 +66,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,6 +75,8 @@
 #include "sim/fabric.hpp"
 #include "sim/frame_ring.hpp"
 #include "sim/copy_engine.hpp"
+#include "sim/dma_engine.hpp"
+#include "sim/gpu_region.hpp"
 #include "sim/stream_copy.hpp"
 #include "sim/wire_clock.hpp"
 #include "tb5/tb5.h"
@@ -90,6 +107,9 @@ public:
 	// Copies go through @engine (null: inline, as they come). Before
 	// the link carries anything.
 	void set_copy_engine(CopyEngine *engine) { engine_ = engine; }
+	// GPU memory goes through @gpu's DMA engine (if it has one). Before
+	// the link carries anything.
+	void set_gpu(GpuMem *gpu);
 
 	struct tb5_link *core() const { return core_; }
 	const std::string &name() const { return name_; }
@@ -128,6 +148,7 @@ private:
 		uint16_t len;
 		uint64_t cookie;
 		const void *payload;		// TB5_SOF_PAYLOAD
+		const GpuRegion *gpu;		// its GPU region, if any
 		uint8_t header[64];		// TB5_SOF_HEADER
 	};
 
@@ -142,7 +163,45 @@ private:
 	int tx(const struct tb5_tx_frame *f);
 	// Copies one frame into the peer's ring; the caller checked room.
 	void dma(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
-		 uint64_t cookie);
+		 uint64_t cookie, const GpuRegion *gpu = nullptr);
+	// dma() of a GPU region's payload frame (sim_link_gpu.cc).
+	void dma_gpu(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
+		     uint64_t cookie, const GpuRegion &gpu);
+	// Publishes the ring head, after the DMAs into its slots. Under
+	// txq_mu_.
+	void publish_ring();
+	// By-reference frames the peer has given back: their cookies to
+	// done_. Under txq_mu_.
+	void reap_byref();
+	// Every by-reference frame to done_, given back or not (the link
+	// goes down: nobody reads them any more). Under txq_mu_.
+	void byref_sent();
+	// Has the peer given back the oldest by-reference frame? Under
+	// txq_mu_.
+	bool byref_reaped()
+	{
+		return !byref_.empty() &&
+		       int32_t(tx_ring_.consumed() - byref_.front().pos) >= 0;
+	}
+	// A received by-reference frame to the core.
+	void rx_byref(const FrameDesc &d, const uint8_t *slot);
+	// The core's copy into a GPU receive, or out of a peer's GPU memory.
+	int rx_dma(void *dst, const void *src, uint32_t len);
+	// Every queued RX DMA in place (before anything reports it).
+	void rx_dma_flush()
+	{
+		if (gpu_rx_.pending())
+			gpu_rx_.flush();
+	}
+	// Page-locks the rings for the DMA engine, once.
+	void pin_rings();
+	void unpin_rings();
+	// The host session whose exports this link's by-reference frames
+	// name.
+	uint64_t byref_peer() const
+	{
+		return mesh_ ? peer_session_ : fabric_.my_session();
+	}
 	// The engine's half of dma(): the copy waits for publish_tx().
 	void stage(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
 		   uint64_t cookie);
@@ -237,6 +296,29 @@ private:
 	uint32_t alive_check_calls_ = 0;
 	// Loop: both directions in process memory.
 	std::shared_ptr<uint8_t[]> loop_mem_;
+
+	// GPU memory (null: none; sim_link_gpu.cc).
+	GpuMem *gpu_ = nullptr;
+	// DMAs into TX ring slots (under txq_mu_), and the RX pass's DMAs
+	// (as rx_batch_).
+	DmaQueue gpu_tx_, gpu_rx_;
+	// By-reference frames not given back yet, in ring order: the
+	// descriptor count once each was filled, and its cookie. Under
+	// txq_mu_.
+	struct ByRef {
+		uint32_t pos;
+		uint64_t cookie;
+	};
+	std::deque<ByRef> byref_;
+	// The core is taking a by-reference frame (progress() only).
+	bool rx_byref_ = false;
+	// This link opened a peer's exports (progress() only).
+	bool imported_ = false;
+	// What pin_rings() page-locked, and what it would (attach_rings()).
+	std::mutex pin_mu_;
+	std::atomic<void *> pinned_{ nullptr };
+	uint8_t *pin_base_ = nullptr;
+	size_t pin_len_ = 0;
 };
 
 } // namespace tb5::sim

@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: MIT
+//
+// cuda_dma.cc - the GPUs' copy engines as the simulator's DMA engine
+// (TB5_SIM dma=cuda, the default), through the CUDA driver API loaded at
+// run time: dlopen("libcuda.so.1"), no build or package dependency. The
+// few types and entry points used are declared here from the driver API's
+// documentation (cuda.h is not included).
+//
+// One context (the primary context of the device of the first region
+// registered, else device 0) and one non-blocking stream carry every copy
+// of the process: cuMemcpyAsync with unified addressing copies host to
+// device, device to host, and device to device across GPUs. Peer memory
+// is opened with cuIpcOpenMemHandle into that context.
+//
+// Untested in CI (no GPU there): the stand-in engine runs every line above
+// this file; this one is exercised on the GPU machine only.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <mutex>
+
+#include "error.hpp"
+#include "sim/dma_engine.hpp"
+
+namespace tb5::sim {
+namespace {
+
+// --- the driver API, as documented ---
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st *;
+using CUstream = struct CUstream_st *;
+struct CUipcMemHandle {
+	char reserved[64];
+};
+static_assert(sizeof(CUipcMemHandle) == sizeof(IpcHandle));
+
+constexpr CUresult CUDA_SUCCESS = 0;
+constexpr int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
+constexpr int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
+constexpr int CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11;
+constexpr int CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12;
+constexpr unsigned CU_MEMORYTYPE_DEVICE = 2;
+constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+constexpr unsigned CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1;
+constexpr unsigned CU_MEMHOSTREGISTER_PORTABLE = 1;
+
+struct CudaApi {
+	CUresult (*cuInit)(unsigned);
+	CUresult (*cuGetErrorString)(CUresult, const char **);
+	CUresult (*cuDeviceGetCount)(int *);
+	CUresult (*cuDeviceGet)(CUdevice *, int);
+	CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+	CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+	CUresult (*cuCtxSetCurrent)(CUcontext);
+	CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr);
+	CUresult (*cuStreamCreate)(CUstream *, unsigned);
+	CUresult (*cuStreamSynchronize)(CUstream);
+	CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+	CUresult (*cuIpcGetMemHandle)(CUipcMemHandle *, CUdeviceptr);
+	CUresult (*cuIpcOpenMemHandle)(CUdeviceptr *, CUipcMemHandle, unsigned);
+	CUresult (*cuIpcCloseMemHandle)(CUdeviceptr);
+	CUresult (*cuMemHostRegister)(void *, size_t, unsigned);
+	CUresult (*cuMemHostUnregister)(void *);
+};
+
+// Entry points by their current (_v2) names where the API has them.
+#define TB5_CUDA_SYMS(X)                                                     \
+	X(cuInit, "cuInit")                                                  \
+	X(cuGetErrorString, "cuGetErrorString")                              \
+	X(cuDeviceGetCount, "cuDeviceGetCount")                              \
+	X(cuDeviceGet, "cuDeviceGet")                                        \
+	X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")              \
+	X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")         \
+	X(cuCtxSetCurrent, "cuCtxSetCurrent")                                \
+	X(cuPointerGetAttribute, "cuPointerGetAttribute")                    \
+	X(cuStreamCreate, "cuStreamCreate")                                  \
+	X(cuStreamSynchronize, "cuStreamSynchronize")                        \
+	X(cuMemcpyAsync, "cuMemcpyAsync")                                    \
+	X(cuIpcGetMemHandle, "cuIpcGetMemHandle")                            \
+	X(cuIpcOpenMemHandle, "cuIpcOpenMemHandle_v2")                       \
+	X(cuIpcCloseMemHandle, "cuIpcCloseMemHandle")                        \
+	X(cuMemHostRegister, "cuMemHostRegister_v2")                         \
+	X(cuMemHostUnregister, "cuMemHostUnregister")
+
+class CudaDma final : public DmaEngine {
+public:
+	~CudaDma() override
+	{
+		// The library stays loaded: other users of CUDA in the process
+		// (NCCL, the application) hold it too.
+		if (ctx_)
+			api_.cuDevicePrimaryCtxRelease(dev_);
+	}
+
+	int load(std::string &why)
+	{
+		void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+		const char *e;
+		int n = 0;
+		CUresult r;
+
+		if (!lib) {
+			e = dlerror();
+			why = std::string("libcuda.so.1 not found (") + (e ? e : "?") + ")";
+			return -EOPNOTSUPP;
+		}
+#define TB5_CUDA_LOAD(field, sym)                                            \
+	api_.field = reinterpret_cast<decltype(api_.field)>(dlsym(lib, sym));  \
+	if (!api_.field) {                                                   \
+		why = "libcuda.so.1 has no " sym;                            \
+		return -EOPNOTSUPP;                                          \
+	}
+		TB5_CUDA_SYMS(TB5_CUDA_LOAD)
+#undef TB5_CUDA_LOAD
+		if ((r = api_.cuInit(0)) != CUDA_SUCCESS) {
+			why = std::string("cuInit failed: ") + str(r);
+			return -EOPNOTSUPP;
+		}
+		if ((r = api_.cuDeviceGetCount(&n)) != CUDA_SUCCESS || n < 1) {
+			why = r ? std::string("cuDeviceGetCount failed: ") + str(r) :
+				  std::string("CUDA sees no device");
+			return -EOPNOTSUPP;
+		}
+		return 0;
+	}
+
+	const char *name() const override { return "cuda"; }
+
+	int find(const void *addr, uint64_t len, DevSpan &out) override
+	{
+		const auto p = CUdeviceptr(uintptr_t(addr));
+		unsigned type = 0;
+		CUdeviceptr start = 0;
+		size_t size = 0;
+		int ordinal = 0;
+		CUresult r = api_.cuPointerGetAttribute(
+			&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
+
+		if (r != CUDA_SUCCESS || type != CU_MEMORYTYPE_DEVICE)
+			return fail(-EINVAL, "%p is not CUDA device memory (%s)", addr,
+				    r ? str(r) : "host memory");
+		if ((r = api_.cuPointerGetAttribute(&ordinal,
+						    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p)) ||
+		    (r = api_.cuPointerGetAttribute(&start,
+						    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p)) ||
+		    (r = api_.cuPointerGetAttribute(&size,
+						    CU_POINTER_ATTRIBUTE_RANGE_SIZE, p)))
+			return fail(-EINVAL, "%p: cuPointerGetAttribute: %s", addr, str(r));
+		if (len > start + size - p)
+			return fail(-EINVAL, "%" PRIu64 " bytes from %p run past the "
+				    "end of its CUDA allocation (%zu bytes from %#llx)",
+				    len, addr, size, start);
+		out = {};
+		out.base = reinterpret_cast<uint8_t *>(uintptr_t(start));
+		out.len = size;
+		out.device = ordinal;
+		return ensure_context(ordinal);
+	}
+
+	bool dmabuf_target(const std::string &target) const override
+	{
+		// "anon_inode:dmabuf" on older kernels, "/dmabuf:<name>" since
+		// dma-bufs have a file system of their own.
+		return target.rfind("anon_inode:dmabuf", 0) == 0 ||
+		       target.rfind("/dmabuf:", 0) == 0;
+	}
+
+	// A dma-buf does not say which CUDA address it was made from: the
+	// size (checked by the caller) is what can be checked.
+	int check_dmabuf_maps(int, uint64_t, const void *, const DevSpan &) override
+	{
+		return 0;
+	}
+
+	int export_span(const DevSpan &span, IpcHandle &out) override
+	{
+		CUipcMemHandle h;
+		CUresult r;
+
+		set_current();
+		r = api_.cuIpcGetMemHandle(&h, CUdeviceptr(uintptr_t(span.base)));
+		if (r != CUDA_SUCCESS)
+			return fail(-EOPNOTSUPP, "cuIpcGetMemHandle(%p): %s",
+				    (void *)span.base, str(r));
+		memcpy(out.bytes, &h, sizeof(h));
+		return 0;
+	}
+
+	void unexport(const IpcHandle &) override {}
+
+	int import_span(const IpcHandle &ih, uint64_t, uint8_t **base) override
+	{
+		CUipcMemHandle h;
+		CUdeviceptr p = 0;
+		CUresult r;
+		int ret = ensure_context(0);
+
+		if (ret)
+			return ret;
+		memcpy(&h, ih.bytes, sizeof(h));
+		r = api_.cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+		if (r != CUDA_SUCCESS)
+			return fail(-EIO, "cuIpcOpenMemHandle: %s", str(r));
+		*base = reinterpret_cast<uint8_t *>(uintptr_t(p));
+		return 0;
+	}
+
+	void close_import(uint8_t *base, uint64_t) override
+	{
+		set_current();
+		api_.cuIpcCloseMemHandle(CUdeviceptr(uintptr_t(base)));
+	}
+
+	void pin(void *addr, size_t len) override
+	{
+		if (!ensure_context(0))
+			api_.cuMemHostRegister(addr, len, CU_MEMHOSTREGISTER_PORTABLE);
+	}
+	void unpin(void *addr) override
+	{
+		set_current();
+		api_.cuMemHostUnregister(addr);
+	}
+
+	int copy(void *dst, const void *src, size_t len) override
+	{
+		CUresult r;
+
+		set_current();
+		r = api_.cuMemcpyAsync(CUdeviceptr(uintptr_t(dst)),
+				       CUdeviceptr(uintptr_t(src)), len, stream_);
+		if (r != CUDA_SUCCESS)
+			return fail(-EIO, "cuMemcpyAsync of %zu bytes: %s", len, str(r));
+		return 0;
+	}
+
+	int sync() override
+	{
+		CUresult r;
+
+		set_current();
+		r = api_.cuStreamSynchronize(stream_);
+		if (r != CUDA_SUCCESS)
+			return fail(-EIO, "cuStreamSynchronize: %s", str(r));
+		return 0;
+	}
+
+private:
+	const char *str(CUresult r) const
+	{
+		const char *s = nullptr;
+
+		if (api_.cuGetErrorString(r, &s) != CUDA_SUCCESS || !s)
+			return "unknown CUDA error";
+		return s;
+	}
+
+	// The first device asked for gives the process's context and stream.
+	int ensure_context(int ordinal)
+	{
+		std::lock_guard lk(mu_);
+		CUresult r;
+
+		if (ctx_)
+			return api_.cuCtxSetCurrent(ctx_) ?
+				       fail(-EIO, "cuCtxSetCurrent failed") : 0;
+		if ((r = api_.cuDeviceGet(&dev_, ordinal)) ||
+		    (r = api_.cuDevicePrimaryCtxRetain(&ctx_, dev_)))
+			return fail(-EIO, "CUDA device %d: %s", ordinal, str(r));
+		if ((r = api_.cuCtxSetCurrent(ctx_)) ||
+		    (r = api_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING))) {
+			api_.cuDevicePrimaryCtxRelease(dev_);
+			ctx_ = nullptr;
+			return fail(-EIO, "a CUDA stream on device %d: %s", ordinal,
+				    str(r));
+		}
+		return 0;
+	}
+	void set_current()
+	{
+		if (ctx_)
+			api_.cuCtxSetCurrent(ctx_);
+	}
+
+	CudaApi api_ = {};
+	std::mutex mu_;
+	CUdevice dev_ = 0;
+	CUcontext ctx_ = nullptr;
+	CUstream stream_ = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<DmaEngine> make_cuda_dma(std::string &why)
+{
+	auto e = std::make_unique<CudaDma>();
+
+	if (e->load(why))
+		return nullptr;
+	return e;
+}
+
+} // namespace tb5::sim
