@@ -219,19 +219,28 @@ int tb5_get_drops(tb5_device *dev, struct tb5_drops *drops)
 	return guarded([&] { return dev->drops(drops); });
 }
 
+// A region of this address space: [addr, addr + len), not empty, not
+// wrapping around. 0 or -EINVAL with the message.
+static int check_range(const void *addr, size_t len)
+{
+	if (!addr || !len)
+		return tb5::fail(-EINVAL, "a region needs an address and a "
+				 "length > 0");
+	if ((uintptr_t)addr + len < (uintptr_t)addr)
+		return tb5::fail(-EINVAL, "the region wraps around the "
+				 "address space");
+	return 0;
+}
+
 int tb5_reg_host(tb5_device *dev, void *addr, size_t len, tb5_mr **mr)
 {
 	if (!dev || !mr)
 		return -EINVAL;
 	*mr = nullptr;
 	return guarded([&] {
-		if (!addr || !len)
-			return tb5::fail(-EINVAL, "a region needs an address "
-					 "and a length > 0");
-		if ((uintptr_t)addr + len < (uintptr_t)addr)
-			return tb5::fail(-EINVAL, "the region wraps around "
-					 "the address space");
-		return dev->reg_host(addr, len, mr);
+		int ret = check_range(addr, len);
+
+		return ret ? ret : dev->reg_host(addr, len, mr);
 	});
 }
 
@@ -256,12 +265,10 @@ int tb5_reg_gpu(tb5_device *dev, void *addr, size_t len, int dmabuf_fd,
 		return -EINVAL;
 	*mr = nullptr;
 	return guarded([&] {
-		if (!addr || !len)
-			return tb5::fail(-EINVAL, "a GPU region needs an address "
-					 "and a length > 0");
-		if ((uintptr_t)addr + len < (uintptr_t)addr)
-			return tb5::fail(-EINVAL, "the region wraps around "
-					 "the address space");
+		int ret = check_range(addr, len);
+
+		if (ret)
+			return ret;
 		if (dmabuf_fd < -1)
 			return tb5::fail(-EBADF, "dmabuf_fd %d: a dma-buf fd, or "
 					 "-1 for none", dmabuf_fd);

@@ -492,6 +492,26 @@ TEST_F(OverFakeModule, AFailedEndpointSaysWhy)
 	EXPECT_EQ(tb5_endpoint_close(ep), 0);
 }
 
+// tb5_reg_gpu() on the kernel backend is the module's dma-buf import with
+// NCCL's (fd, offset, size); a device address alone is refused, saying so.
+TEST_F(OverFakeModule, GpuMemoryGoesThroughItsDmabuf)
+{
+	static uint8_t gpu[8192];
+	tb5_mr *mr = nullptr;
+
+	EXPECT_EQ(tb5_reg_gpu(dev, gpu, sizeof(gpu), -1, 0, &mr), -EOPNOTSUPP);
+	EXPECT_NE(strstr(tb5_last_error(), "through its dma-buf only"), nullptr)
+		<< tb5_last_error();
+	EXPECT_EQ(mr, nullptr);
+	// The fake module has no TB5_IOC_REG_DMABUF (ENOTTY): the message
+	// shows what was asked of it.
+	EXPECT_EQ(tb5_reg_gpu(dev, gpu, 4096, 7, 4096, &mr), -ENOTTY);
+	EXPECT_NE(strstr(tb5_last_error(), "TB5_IOC_REG_DMABUF(fd 7, offset 4096, "
+				       "4096 bytes)"), nullptr)
+		<< tb5_last_error();
+	EXPECT_EQ(mr, nullptr);
+}
+
 TEST(Library, VersionAndErrorStrings)
 {
 	EXPECT_STREQ(tb5_version(), TB5_TEST_VERSION);

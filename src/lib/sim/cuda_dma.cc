@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
@@ -94,7 +95,7 @@ public:
 	{
 		// The library stays loaded: other users of CUDA in the process
 		// (NCCL, the application) hold it too.
-		if (ctx_)
+		if (ctx_.load())
 			api_.cuDevicePrimaryCtxRelease(dev_);
 	}
 
@@ -267,31 +268,35 @@ private:
 		std::lock_guard lk(mu_);
 		CUresult r;
 
-		if (ctx_)
-			return api_.cuCtxSetCurrent(ctx_) ?
+		CUcontext ctx = ctx_.load();
+
+		if (ctx)
+			return api_.cuCtxSetCurrent(ctx) ?
 				       fail(-EIO, "cuCtxSetCurrent failed") : 0;
 		if ((r = api_.cuDeviceGet(&dev_, ordinal)) ||
-		    (r = api_.cuDevicePrimaryCtxRetain(&ctx_, dev_)))
+		    (r = api_.cuDevicePrimaryCtxRetain(&ctx, dev_)))
 			return fail(-EIO, "CUDA device %d: %s", ordinal, str(r));
-		if ((r = api_.cuCtxSetCurrent(ctx_)) ||
+		if ((r = api_.cuCtxSetCurrent(ctx)) ||
 		    (r = api_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING))) {
 			api_.cuDevicePrimaryCtxRelease(dev_);
-			ctx_ = nullptr;
 			return fail(-EIO, "a CUDA stream on device %d: %s", ordinal,
 				    str(r));
 		}
+		ctx_.store(ctx);	// with its stream
 		return 0;
 	}
 	void set_current()
 	{
-		if (ctx_)
-			api_.cuCtxSetCurrent(ctx_);
+		CUcontext ctx = ctx_.load();
+
+		if (ctx)
+			api_.cuCtxSetCurrent(ctx);
 	}
 
 	CudaApi api_ = {};
 	std::mutex mu_;
 	CUdevice dev_ = 0;
-	CUcontext ctx_ = nullptr;
+	std::atomic<CUcontext> ctx_{ nullptr };	// set once, with stream_
 	CUstream stream_ = nullptr;
 };
 
