@@ -18,15 +18,12 @@
 // <live dir>/tb5hosts.<pid> at init (every rank's init comes before that
 // all-gather), and the failing call reads the others'.
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-#include <dirent.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include "links.hpp"
@@ -103,21 +100,14 @@ std::vector<uint64_t> hosts_without_cable(std::string *unknown)
 		}
 	// The other processes' hosts; one that names this host among its
 	// peers has a cable to it.
-	const std::string dir = live::directory();
+	const std::string prefix = live::directory() + "/" + kPrefix;
 	std::vector<uint64_t> out;
-	DIR *d = opendir(dir.c_str());
-	if (!d)
-		return out;
-	while (struct dirent *e = readdir(d)) {
-		if (std::strncmp(e->d_name, kPrefix, sizeof(kPrefix) - 1) != 0)
-			continue;
+	for (const std::string &path : live::files_named(live::directory(), kPrefix)) {
 		char *end = nullptr;
-		long pid = std::strtol(e->d_name + sizeof(kPrefix) - 1, &end, 10);
-		if (!end || *end || pid <= 0 || pid == (long)getpid())
-			continue;
-		if (kill((pid_t)pid, 0) != 0 && errno != EPERM)
-			continue;	// left behind by a process that is gone
-		std::ifstream in(dir + "/" + e->d_name);
+		long pid = std::strtol(path.c_str() + prefix.size(), &end, 10);
+		if (!end || *end || pid == (long)getpid() || !live::process_alive((pid_t)pid))
+			continue;	// ours, not one, or left by a process that is gone
+		std::ifstream in(path);
 		uint64_t host = 0;
 		bool cabled = false;
 		for (std::string line; std::getline(in, line);) {
@@ -135,7 +125,6 @@ std::vector<uint64_t> hosts_without_cable(std::string *unknown)
 		    std::find(peers.begin(), peers.end(), host) == peers.end())
 			out.push_back(host);
 	}
-	closedir(d);
 	std::sort(out.begin(), out.end());
 	out.erase(std::unique(out.begin(), out.end()), out.end());
 	return out;

@@ -23,13 +23,6 @@ namespace {
 
 constexpr char kPrefix[] = "tb5live.";
 
-bool process_alive(pid_t pid)
-{
-	if (pid <= 0)
-		return false;
-	return kill(pid, 0) == 0 || errno == EPERM;
-}
-
 uint64_t load(const uint64_t &v)
 {
 	return std::atomic_ref<const uint64_t>(v).load(std::memory_order_relaxed);
@@ -41,6 +34,26 @@ std::string directory()
 {
 	const char *dir = std::getenv("TB5_LIVE_DIR");
 	return dir && *dir ? dir : "/dev/shm";
+}
+
+bool process_alive(pid_t pid)
+{
+	if (pid <= 0)
+		return false;
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+std::vector<std::string> files_named(const std::string &dir, const std::string &prefix)
+{
+	std::vector<std::string> out;
+	DIR *d = opendir(dir.c_str());
+	if (!d)
+		return out;
+	while (struct dirent *e = readdir(d))
+		if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0)
+			out.push_back(dir + "/" + e->d_name);
+	closedir(d);
+	return out;
 }
 
 Publisher::Publisher(const char *program)
@@ -131,13 +144,7 @@ Snapshot read_snapshot(const std::string &dir_arg)
 	Snapshot snap;
 	std::map<std::string, LinkCounters> totals;
 
-	DIR *d = opendir(dir.c_str());
-	if (!d)
-		return snap;
-	while (struct dirent *e = readdir(d)) {
-		if (std::strncmp(e->d_name, kPrefix, sizeof(kPrefix) - 1) != 0)
-			continue;
-		const std::string path = dir + "/" + e->d_name;
+	for (const std::string &path : files_named(dir, kPrefix)) {
 		int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
@@ -177,7 +184,6 @@ Snapshot read_snapshot(const std::string &dir_arg)
 		}
 		munmap(map, sizeof(ShmFile));
 	}
-	closedir(d);
 	for (auto &[name, t] : totals)
 		snap.links.push_back(t);
 	return snap;

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/types.h>
+
 namespace tb5::live {
 
 inline constexpr uint32_t kMagic = 0x7462356c;	// "tb5l"
@@ -48,6 +50,13 @@ struct ShmFile {
 
 // The directory the files live in.
 std::string directory();
+
+// Whether process @pid still runs (a file of one that is gone is stale).
+bool process_alive(pid_t pid);
+
+// The paths of the files in @dir whose names begin with @prefix: the
+// publishers' (tb5live.), or another per-process file kept beside them.
+std::vector<std::string> files_named(const std::string &dir, const std::string &prefix);
 
 // One process's file, created on first use. Not copyable.
 class Publisher {
