@@ -1016,6 +1016,11 @@ TEST_P(PluginProcesses, TwoProcesses)
 	(void)!system(("rm -rf '" + live_dir + "'").c_str());
 }
 
+// @n processes, one per host of a fabric of @opts, each running @rank_fn
+// with a pipe to every other (defined below, with the NCCL replays).
+void RunRanks(int n, const std::string &opts,
+	      const std::function<int(int, const std::vector<Channel *> &)> &rank_fn);
+
 // One rank of a mesh of @n processes, rank r in slot r of a fabric of n
 // hosts: a listener per peer, handles swapped over @ch[peer] (as NCCL's
 // bootstrap would), a connection to and from every peer (each connect
@@ -1209,64 +1214,11 @@ protected:
 		if (RemoteRole() || KernelBackend())
 			GTEST_SKIP() << "four simulator hosts in this process's children";
 		constexpr int n = 4;
-		UseFabric(opts);
-		const std::string sim = std::getenv("TB5_SIM");
-		std::string live_dir = UseLiveDir();
-		int fds[n][n][2];	// [i][j], i < j: a socket pair, i's end [0]
-		for (int i = 0; i < n; i++)
-			for (int j = i + 1; j < n; j++)
-				ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds[i][j]), 0);
 		const std::vector<size_t> sizes = {0, 1, 4097, (1 << 20) + 3, (4 << 20) + 1};
-		std::vector<pid_t> kids;
-		for (int r = 0; r < n; r++) {
-			pid_t pid = fork();
-			ASSERT_GE(pid, 0);
-			if (pid == 0) {
-				setenv("TB5_SIM", (sim + ",host=" + std::to_string(r)).c_str(), 1);
-				std::vector<std::unique_ptr<PipeChannel>> own(n);
-				std::vector<Channel *> ch(n);
-				for (int p = 0; p < n; p++) {
-					if (p == r)
-						continue;
-					int fd = r < p ? fds[r][p][0] : fds[p][r][1];
-					own[p] = std::make_unique<PipeChannel>(fd, fd);
-					ch[p] = own[p].get();
-				}
-				int missing = r == cut_a ? cut_b : r == cut_b ? cut_a : -1;
-				_exit(MeshRank(GetParam(), r, n, ch, sizes, missing, 30));
-			}
-			kids.push_back(pid);
-		}
-		for (int i = 0; i < n; i++)
-			for (int j = i + 1; j < n; j++) {
-				close(fds[i][j][0]);
-				close(fds[i][j][1]);
-			}
-		auto t0 = Clock::now();
-		std::vector<int> status(n, -1);
-		for (int left = n; left > 0;) {
-			for (int r = 0; r < n; r++) {
-				int st = 0;
-				if (kids[r] > 0 && waitpid(kids[r], &st, WNOHANG) == kids[r]) {
-					status[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-					kids[r] = 0;
-					left--;
-				}
-			}
-			if (left && Clock::now() - t0 > std::chrono::seconds(60)) {
-				for (int r = 0; r < n; r++)
-					if (kids[r] > 0) {
-						kill(kids[r], SIGKILL);
-						waitpid(kids[r], nullptr, 0);
-						ADD_FAILURE() << "rank " << r << " still running after 60 s: killed";
-					}
-				break;
-			}
-			usleep(10000);
-		}
-		for (int r = 0; r < n; r++)
-			EXPECT_EQ(status[r], 0) << "rank " << r << ": the step that failed (see MeshRank)";
-		(void)!system(("rm -rf '" + live_dir + "'").c_str());
+		RunRanks(n, opts, [&](int r, const std::vector<Channel *> &ch) {
+			int missing = r == cut_a ? cut_b : r == cut_b ? cut_a : -1;
+			return MeshRank(GetParam(), r, n, ch, sizes, missing, 30);
+		});
 	}
 };
 
@@ -1550,7 +1502,7 @@ void RunRanks(int n, const std::string &opts,
 		usleep(10000);
 	}
 	for (int r = 0; r < n; r++)
-		EXPECT_EQ(status[r], 0) << "rank " << r << ": the step that failed (see NcclRank)";
+		EXPECT_EQ(status[r], 0) << "rank " << r << ": the step that failed (see its rank function)";
 	(void)!system(("rm -rf '" + live_dir + "'").c_str());
 }
 
