@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_echo.hpp"
 #include "lib_harness.hpp"
 #include "sim/standin_mem.hpp"
 
@@ -438,38 +439,10 @@ TEST(SimGpuAbi, RegGpuIsExportedAtTb5_1_3)
 	while (tb5_endpoint_accept(l, 0, &e) == -EAGAIN)
 		if (tb5_wait(d.dev, 20000) == -ETIMEDOUT)
 			_exit(11);
-	for (;;) {
-		tb5_wc w;
+	int ret = echo_region(d, e, mr, g.len);
 
-		if (tb5_recv(e, mr, 0, g.len, 1, 1)) {
-			// The peer closed after its last message already.
-			if (tb5_endpoint_state(e, nullptr) == TB5_ENDPOINT_PEER_CLOSED)
-				break;
-			_exit(12);
-		}
-		while (tb5_poll(d.dev, &w, 1) == 0)
-			;
-		while (w.kind == TB5_WC_EVENT && w.event != TB5_WC_PEER_CLOSED)
-			while (tb5_poll(d.dev, &w, 1) == 0)
-				;
-		if ((w.kind == TB5_WC_EVENT && w.event == TB5_WC_PEER_CLOSED) ||
-		    (w.kind == TB5_WC_RECV && w.status == -ECONNRESET))
-			break;
-		if (w.kind != TB5_WC_RECV || w.status)
-			_exit(13);
-		if (tb5_send(e, mr, 0, w.bytes, 2, 2))
-			_exit(14);
-		while (tb5_poll(d.dev, &w, 1) == 0)
-			;
-		// A send by reference completes once the peer has copied it,
-		// after the peer's receive: the peer's close after its last
-		// receive may come first.
-		if ((w.kind == TB5_WC_EVENT && w.event == TB5_WC_PEER_CLOSED) ||
-		    (w.kind == TB5_WC_SEND && w.status == -ECONNRESET))
-			break;
-		if (w.kind != TB5_WC_SEND || w.status)
-			_exit(15);
-	}
+	if (ret)
+		_exit(ret);
 	tb5_endpoint_close(e);
 	// Withdrawn: the peer closes what it opened of it.
 	if (tb5_dereg(mr))
@@ -499,22 +472,8 @@ TEST(SimGpuTwoHosts, EchoesBetweenGpuMemoryOfTwoProcesses)
 		<< tb5_last_error();
 	ASSERT_EQ(tb5_reg_host(d.dev, h.data(), h.size(), &hmr), 0);
 	const size_t own = standin_maps();
-	tb5_endpoint *e = nullptr;
+	tb5_endpoint *e = connect_service(d, kEchoService);
 
-	for (int i = 0; i < 5000 && !e; i++) {
-		tb5_link_info info;
-
-		ASSERT_EQ(tb5_query(d.dev, &info), 0);
-		tb5_address addr = { info.peer_host, kEchoService, 0 };
-		if (!tb5_endpoint_connect(d.dev, &addr, 7, &e)) {
-			auto ev = await(d, [](const tb5_wc &w) { return w.kind == TB5_WC_EVENT; });
-			if (ev && ev->event == TB5_WC_CONNECTED)
-				break;
-			tb5_endpoint_close(e);
-			e = nullptr;
-		}
-		usleep(1000);
-	}
 	ASSERT_TRUE(e);
 	struct Leg {
 		tb5_mr *from;

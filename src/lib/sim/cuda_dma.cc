@@ -12,8 +12,9 @@
 // device, device to host, and device to device across GPUs. Peer memory
 // is opened with cuIpcOpenMemHandle into that context.
 //
-// Untested in CI (no GPU there): the stand-in engine runs every line above
-// this file; this one is exercised on the GPU machine only.
+// CI has no GPU: the stand-in engine runs every line above this file
+// there (test_sim_gpu.cc); tests/lib/test_sim_cuda.cc runs this one where
+// there is a GPU and skips, saying why, where there is none.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
