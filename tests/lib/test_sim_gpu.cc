@@ -523,6 +523,73 @@ TEST(SimGpuTwoHosts, EchoesBetweenGpuMemoryOfTwoProcesses)
 	waitpid(child, nullptr, 0);
 }
 
+// The child: a host without a DMA engine (dma=off) that echoes from host
+// memory.
+[[noreturn]] void host_echo_server()
+{
+	std::string spec = std::string(getenv("TB5_SIM")) + ",dma=off";
+	std::vector<uint8_t> buf(8 << 20);
+	tb5_endpoint *l = nullptr, *e = nullptr;
+	tb5_mr *mr = nullptr;
+	tb5_link_info info;
+	Dev d;
+
+	setenv("TB5_SIM", spec.c_str(), 1);
+	std::string link = wait_peer_link(20);
+
+	if (link.empty() || d.open(link) || tb5_query(d.dev, &info) ||
+	    (info.caps & TB5_CAP_GPU_MEM) ||
+	    tb5_reg_host(d.dev, buf.data(), buf.size(), &mr) ||
+	    tb5_endpoint_listen(d.dev, kEchoService, TB5_LISTEN_WELL_KNOWN, 0, &l))
+		_exit(10);
+	while (tb5_endpoint_accept(l, 0, &e) == -EAGAIN)
+		if (tb5_wait(d.dev, 20000) == -ETIMEDOUT)
+			_exit(11);
+	_exit(echo_region(d, e, mr, buf.size()));
+}
+
+// A peer without an engine takes GPU frames through the ring, from memory
+// that would otherwise go by reference.
+TEST(SimGpuTwoHosts, APeerWithoutAnEngineTakesGpuFramesThroughTheRing)
+{
+	pid_t child = fork();
+
+	ASSERT_GE(child, 0);
+	if (child == 0)
+		host_echo_server();
+	std::string link = wait_peer_link(20);
+	ASSERT_FALSE(link.empty());
+	Dev d(link);
+	DevBuf s(8 << 20), r(8 << 20);
+	tb5_mr *smr = nullptr, *rmr = nullptr;
+
+	ASSERT_EQ(tb5_reg_gpu(d.dev, s.p, s.len, s.fd, 0, &smr), 0) << tb5_last_error();
+	ASSERT_EQ(tb5_reg_gpu(d.dev, r.p, r.len, -1, 0, &rmr), 0) << tb5_last_error();
+	tb5_endpoint *e = connect_service(d, kEchoService);
+
+	ASSERT_TRUE(e);
+	for (size_t len : { size_t(1), size_t(4097), size_t(3 << 20) + 5 }) {
+		SCOPED_TRACE(len);
+		fill_pattern(s.p, len, uint32_t(len));
+		ASSERT_EQ(tb5_recv(e, rmr, 0, r.len, 2, 1), 0);
+		ASSERT_EQ(tb5_send(e, smr, 0, len, 1, 2), 0);
+		auto got = await(d, [](const tb5_wc &w) { return w.kind == TB5_WC_RECV; },
+				 {}, 60);
+		ASSERT_TRUE(got);
+		ASSERT_EQ(got->status, 0);
+		ASSERT_EQ(got->bytes, len);
+		ASSERT_EQ(check_pattern(r.p, len, uint32_t(len)), -1);
+		ASSERT_TRUE(await(d, [](const tb5_wc &w) { return w.kind == TB5_WC_SEND; }));
+	}
+	ASSERT_EQ(tb5_endpoint_close(e), 0);
+	int st = 0;
+
+	waitpid(child, &st, 0);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the child: " << st;
+	EXPECT_EQ(tb5_dereg(smr), 0);
+	EXPECT_EQ(tb5_dereg(rmr), 0);
+}
+
 } // namespace
 
 int main(int argc, char **argv)

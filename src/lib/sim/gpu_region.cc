@@ -262,6 +262,13 @@ void GpuMem::sweep(uint64_t peer)
 			close_locked(p.imports[i]);
 }
 
+bool GpuMem::has_engine(uint64_t peer) const
+{
+	UniqueFd fd(shm_open(table_path(peer).c_str(), O_RDONLY | O_CLOEXEC, 0));
+
+	return bool(fd);
+}
+
 void GpuMem::forget(uint64_t peer)
 {
 	std::lock_guard lk(mu_);

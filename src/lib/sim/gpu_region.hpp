@@ -77,6 +77,8 @@ public:
 	// Closes the imports of @peer that it withdrew since (its epoch
 	// moved); cheap when it did not.
 	void sweep(uint64_t peer);
+	// Does host session @peer have a DMA engine (an export table)?
+	bool has_engine(uint64_t peer) const;
 	// Closes every import of @peer, which has left the fabric (or
 	// died: its table is removed too).
 	void forget(uint64_t peer);

@@ -549,6 +549,7 @@ void SimLink::go_up(uint64_t peer_session)
 		return;		// tried again on the next progress
 	cable_ = std::move(m);
 	peer_session_ = peer_session;
+	peer_takes_refs_ = -1;	// a new peer: asked again
 	next_alive_check_ns_ = now_ns() + kAliveCheckNs;
 	{
 		std::lock_guard lk(txq_mu_);

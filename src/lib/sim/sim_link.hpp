@@ -52,8 +52,9 @@
 // memory straight into the posted buffer, and gives the descriptors back
 // only once those copies are done, and the sender reports such a frame
 // sent only once the receiver has given its descriptor back. A region that
-// is not exported goes through the ring: a DMA into the slot, published
-// once done, and one out of it at the receiver. Copies into or out of GPU
+// is not exported, or any to a peer without an engine, goes through the
+// ring: a DMA into the slot, published once done, and one out of it at the
+// receiver (or the core's CPU copy into a host receive). Copies into or out of GPU
 // memory are queued (DmaQueue) and waited for before anything that
 // reports them: a ring head published, a frame reported sent, a
 // completion delivered, descriptors given back, an endpoint closed.
@@ -196,6 +197,9 @@ private:
 	// Page-locks the rings for the DMA engine, once.
 	void pin_rings();
 	void unpin_rings();
+	// Can the peer take frames by reference (it has a DMA engine)?
+	// Under txq_mu_.
+	bool peer_takes_refs();
 	// The host session whose exports this link's by-reference frames
 	// name.
 	uint64_t byref_peer() const
@@ -310,6 +314,8 @@ private:
 		uint64_t cookie;
 	};
 	std::deque<ByRef> byref_;
+	// peer_takes_refs(): -1 not asked yet for this peer, else 0 or 1.
+	int peer_takes_refs_ = -1;
 	// The core is taking a by-reference frame (progress() only).
 	bool rx_byref_ = false;
 	// This link opened a peer's exports (progress() only).

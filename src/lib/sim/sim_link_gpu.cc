@@ -24,7 +24,7 @@ void SimLink::dma_gpu(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
 {
 	const uint64_t due = stamp(sof, len);
 
-	if (gpu.index >= 0) {
+	if (gpu.index >= 0 && peer_takes_refs()) {
 		// One DMA, the receiver's: the frame names the bytes, and is
 		// sent once the receiver gives its descriptor back.
 		const GpuRef ref = {
@@ -46,6 +46,16 @@ void SimLink::dma_gpu(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
 	}
 	if (eof == TB5_EOF_LAST || tx_ring_.unpublished() >= 16)
 		publish_ring();
+}
+
+bool SimLink::peer_takes_refs()
+{
+	// A peer without an engine has no export table; it takes frames
+	// through the ring. (It made its table before its links said hello,
+	// so a connection to it finds the table if there is one.)
+	if (peer_takes_refs_ < 0)
+		peer_takes_refs_ = !mesh_ || gpu_->has_engine(peer_session_);
+	return peer_takes_refs_ > 0;
 }
 
 void SimLink::publish_ring()
