@@ -61,6 +61,7 @@ GUEST_FILES = {
     "ci/vm/guest-lib.sh": "sourced by the booted systems' tests",
     "ci/vm/install-guest.sh": "runs in the booted Debian 12 of package-install.sh",
     "ci/vm/rpm-guest.sh": "runs in the booted Debian 12 of rpm-install.sh",
+    "ci/vm/secureboot/guest.sh": "runs in the Secure Boot Debian 12 of secureboot.sh",
     "ci/vm/smoke/vm-tests.sh": "runs in the test VM",
     "ci/vm/soak/vm-tests.sh": "runs in the test VM",
     "tests/kernel/vm-tests.sh": "runs in the test VM",

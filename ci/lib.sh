@@ -56,13 +56,20 @@ TB5_DEPS_AUTOPKGTEST=(autopkgtest zstd qemu-system-x86 qemu-utils e2fsprogs)
 # Debian 12 (cached as a zstd tarball) and the clone of the checkout.
 # shellcheck disable=SC2034  # used by ci/fresh-system.sh
 TB5_DEPS_FRESH=(debootstrap zstd git)
+# The Secure Boot system of ci/secureboot.sh: OVMF's Secure Boot firmware
+# and Microsoft-key variable store, its ESP made without a loop device (a
+# GPT by sfdisk, FAT by mkfs.vfat, files by mtools), QEMU, the serial
+# console's driver (python3), the disk image (e2fsprogs).
+# shellcheck disable=SC2034  # used by ci/secureboot.sh
+TB5_DEPS_SECUREBOOT=(ovmf fdisk dosfstools mtools qemu-system-x86 python3 e2fsprogs
+		debootstrap zstd)
 # Everything ci/test.sh's stages install, installed by its first stage: its
 # lanes (tb5_lanes) then run at once and never call apt-get at the same
 # time.
 # shellcheck disable=SC2034  # used by ci/test.sh
 TB5_DEPS_ALL=("${TB5_DEPS_TEST[@]}" "${TB5_DEPS_PACKAGE[@]}" "${TB5_DEPS_RPM[@]}"
 		"${TB5_DEPS_KERNEL[@]}" "${TB5_DEPS_DEBSRC[@]}" "${TB5_DEPS_AUTOPKGTEST[@]}"
-		"${TB5_DEPS_FRESH[@]}")
+		"${TB5_DEPS_FRESH[@]}" "${TB5_DEPS_SECUREBOOT[@]}")
 
 tb5_banner() {
 	printf '\n==== %s ====\n' "$*"
