@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# ci/secureboot.sh - tb5 on a Debian 12 that boots with UEFI Secure Boot on,
+# the way cluster nodes boot: OVMF's Secure Boot firmware with Microsoft's
+# keys (OVMF_CODE_4M.secboot.fd, OVMF_VARS_4M.ms.fd), the signed shim
+# (EFI/BOOT/BOOTX64.EFI, its MOK manager mmx64.efi beside it), the signed
+# grub and Debian's signed kernel, under QEMU (TCG, q35 with SMM):
+#
+#   1. the system: the cached base Debian 12 of ci/package-install.sh, with
+#      what a Secure Boot install of Debian 12 has (shim-signed,
+#      grub-efi-amd64-signed, mokutil, openssl), tb5's signed apt
+#      repository (ci/release.sh) in /srv/tb5-apt with its keyring and
+#      tb5.sources, bookworm-backports enabled; the debs of `apt install
+#      tb5-nccl-minimal` and of bookworm-backports' kernel downloaded into
+#      apt's cache (the machine has no network); its disk image (mke2fs
+#      -d) and an ESP (a GPT disk, mkfs.vfat and mcopy: no loop device)
+#      with shim, the MOK manager, grub and grub.cfg
+#   2. boot 1 (ci/vm/secureboot/guest.sh, phase install): Secure Boot on,
+#      lockdown [integrity]; apt install tb5-nccl-minimal (DKMS builds
+#      tb5.ko and signs it with its MOK, /var/lib/dkms/mok.pub; the
+#      install output says what to do); modprobe tb5 refused; tb5-selftest
+#      names the key and the mokutil command; mokutil --import with a
+#      one-time password; reboot
+#   3. boot 2: shim starts the MOK manager; console.py drives it on the
+#      serial console: a key, Enroll MOK, Continue, Yes, the password,
+#      Reboot
+#   4. boot 3 (phase enrolled): the key enrolled (mokutil --test-key),
+#      modprobe tb5 loads, tb5-selftest passes and names the key; copies
+#      signed by another key, stripped of their signature and changed after
+#      signing are refused, and tb5-selftest says which; bookworm-backports'
+#      kernel installed, DKMS builds and signs tb5.ko for it; reboot
+#   5. boot 4 (phase upgraded): the new kernel, modprobe tb5 with no new
+#      enrollment, tb5-selftest passes
+#
+# The MOK enrollment lives in the firmware's variable store (vars.fd, a copy
+# of OVMF_VARS_4M.ms.fd made for each run) and the system on its disk: both
+# are kept from one boot to the next. Every boot has a hard limit
+# (TB5_SB_BOOT_LIMIT seconds, default 1200; the system must reach its test
+# within TB5_VM_BOOT_TIMEOUT, default 420) and a failed one prints the end of
+# its console log.
+#
+# Work directory: build-sb-vm/ (root, root.img, esp.img, vars.fd, the
+# console logs boot<N>.log). Needs root (re-runs itself through sudo) and
+# the debs of ci/package.sh deb. Knobs: TB5_KCACHE, TB5_VM_MEM, TB5_VM_SMP,
+# TB5_VM_CPU (ci/vm/boot-lib.sh).
+set -euo pipefail
+# shellcheck source=ci/kernel-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kernel-lib.sh"
+# shellcheck source=ci/vm/boot-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/vm/boot-lib.sh"
+# shellcheck source=ci/vm/system-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/vm/system-lib.sh"
+
+WORK=$TB5_ROOT/build-sb-vm
+ROOT=$WORK/root
+DEBS=$TB5_ROOT/build-pkg-deb/packages
+ARCHIVES=$TB5_KCACHE/sb-apt-archives
+OVMF=/usr/share/OVMF
+GUEST=tb5-sb-guest
+# The one-time password of the enrollment: mokutil asks for it, the MOK
+# manager for it again.
+PASSWORD=tb5-enroll
+# What a Debian 12 installed on a UEFI machine with Secure Boot has: the
+# signed boot chain, mokutil, and openssl (through ca-certificates), with
+# which DKMS makes its signing key.
+SB_PKGS=(shim-signed grub-efi-amd64-signed mokutil openssl ca-certificates)
+ESP_MIB=64
+MOKMANAGER='Press any key to perform MOK management'
+LIMIT=${TB5_SB_BOOT_LIMIT:-1200}
+
+in_root() {
+	tb5_chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+# The system: the base Debian 12, the boot chain, tb5's repository as an
+# operator adds it, and every deb the tests in the guest install.
+make_system() {
+	local keyring=/usr/share/keyrings/tb5-archive-keyring.gpg mirror
+
+	[[ -n $(find "$DEBS" -name 'tb5-dkms_*.deb' 2>/dev/null) ]] ||
+		tb5_die "no debs in $DEBS: run ci/package.sh deb first"
+	"$TB5_ROOT/ci/release.sh" --out "$WORK/release" --uri file:/srv/tb5-apt
+	tb5_sys_unpack "$ROOT"
+	mkdir -p "$ARCHIVES"
+	find "$ARCHIVES" -name '*.deb' -exec cp -t "$ROOT/var/cache/apt/archives/" {} +
+	cp -a "$WORK/release/apt" "$ROOT/srv/tb5-apt"
+	in_root dpkg -i /srv/tb5-apt/tb5-archive-keyring.deb
+	cp "$ROOT/srv/tb5-apt/tb5.sources" "$ROOT/etc/apt/sources.list.d/tb5.sources"
+	grep -q "^Signed-By: $keyring\$" "$ROOT/etc/apt/sources.list.d/tb5.sources" ||
+		tb5_die "tb5.sources has no Signed-By: $keyring"
+	mirror=$(tb5_mirror)
+	echo "deb $mirror bookworm-backports main" >"$ROOT/etc/apt/sources.list.d/backports.list"
+	tb5_retry in_root apt-get -q update
+	tb5_retry in_root apt-get -q install -y "${SB_PKGS[@]}" </dev/null
+	# What the guest installs, offline: downloaded, not installed.
+	tb5_retry in_root apt-get -q install -y --download-only tb5-nccl-minimal </dev/null
+	tb5_retry in_root apt-get -q install -y --download-only -t bookworm-backports \
+		linux-image-amd64 linux-headers-amd64 </dev/null
+	find "$ROOT/var/cache/apt/archives" -name '*.deb' ! -name 'tb5*' ! -name 'libtb5*' \
+		-exec cp -n -t "$ARCHIVES/" {} +
+	[[ -L $ROOT/vmlinuz && -L $ROOT/initrd.img ]] ||
+		tb5_die "the system has no /vmlinuz and /initrd.img links (grub.cfg boots them)"
+	in_root usermod -aG tb5 tester 2>/dev/null || true
+	tb5_sys_guest "$ROOT" "$GUEST" "$TB5_ROOT/ci/vm/secureboot/guest.sh" \
+		"TB5_SB_PASSWORD=$PASSWORD"
+	echo "the system: $(tb5_sys_kver "$ROOT"), $(in_root dpkg-query -W -f='${Package} ${Version}\n' shim-signed grub-efi-amd64-signed mokutil | tr '\n' ' ')"
+}
+
+# The system's disk: ext4 of the root directory, apt's cache kept.
+make_disk() {
+	local mib
+
+	mib=$(($(du -sm "$ROOT" | cut -f1) + 2560))
+	rm -f "$WORK/root.img"
+	mke2fs -q -t ext4 -L tb5-root -d "$ROOT" "$WORK/root.img" "${mib}M"
+	echo "disk image: $WORK/root.img, $mib MiB"
+	cp "$OVMF/OVMF_VARS_4M.ms.fd" "$WORK/vars.fd"
+	echo "variable store: $WORK/vars.fd (OVMF_VARS_4M.ms.fd: Microsoft's keys, Secure Boot on)"
+}
+
+# make_esp PHASE: the EFI system partition as a GPT disk: shim as the
+# removable-media loader, the MOK manager and grub beside it, grub.cfg
+# where Debian's signed grub reads it (EFI/debian). grub boots /vmlinuz and
+# /initrd.img, the links Debian's kernel packages keep on the newest kernel.
+make_esp() {
+	local fat=$WORK/esp.fat img=$WORK/esp.img cfg=$WORK/grub.cfg
+
+	tb5_vm_qemu
+	cat >"$cfg" <<-EOF
+		set timeout=0
+		search --no-floppy --label --set=root tb5-root
+		linux /vmlinuz root=/dev/vda rw $VM_APPEND loglevel=5 systemd.show_status=0 tb5sb.phase=$1
+		initrd /initrd.img
+		boot
+	EOF
+	rm -f "$fat" "$img"
+	mkfs.vfat -C -n ESP "$fat" $(((ESP_MIB - 2) * 1024)) >/dev/null
+	mmd -i "$fat" ::/EFI ::/EFI/BOOT ::/EFI/debian
+	mcopy -i "$fat" "$ROOT/usr/lib/shim/shimx64.efi.signed" ::/EFI/BOOT/BOOTX64.EFI
+	mcopy -i "$fat" "$ROOT/usr/lib/shim/mmx64.efi.signed" ::/EFI/BOOT/mmx64.efi
+	mcopy -i "$fat" "$ROOT/usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed" ::/EFI/BOOT/grubx64.efi
+	mcopy -i "$fat" "$cfg" ::/EFI/debian/grub.cfg
+	truncate -s "${ESP_MIB}M" "$img"
+	printf 'label: gpt\nstart=2048, size=%d, type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, name=ESP\n' \
+		$(((ESP_MIB - 2) * 2048)) | sfdisk -q "$img"
+	dd if="$fat" of="$img" bs=1M seek=1 conv=notrunc status=none
+	rm -f "$fat"
+}
+
+# boot N PHASE [CONSOLE-ARGS...]: boot N of the system, grub.cfg saying
+# PHASE, until QEMU ends (the guest reboots or powers off); dies unless
+# console.py succeeded and, for a phase, the guest's test passed.
+boot() {
+	local n=$1 phase=$2 log=$WORK/boot$1.log rc=0 line
+	shift 2
+
+	make_esp "$phase"
+	tb5_vm_qemu
+	echo "boot $n ($phase): log $log, limit $LIMIT s"
+	python3 "$TB5_ROOT/ci/vm/secureboot/console.py" --log "$log" --timeout "$LIMIT" \
+		--show '^(TB5-|guest:|PASS|FAIL|SKIP|\$ |console:|tb5-|    |Signing|Public|Sign command|Setting up (tb5|linux-image)|SecureBoot|\[)' \
+		"$@" -- "${VM_QEMU[@]}" -machine q35,smm=on \
+		-global driver=cfi.pflash01,property=secure,value=on \
+		-drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF/OVMF_CODE_4M.secboot.fd" \
+		-drive "if=pflash,format=raw,unit=1,file=$WORK/vars.fd" \
+		-drive "file=$WORK/root.img,format=raw,if=virtio" \
+		-drive "file=$WORK/esp.img,format=raw,if=virtio,readonly=on" || rc=$?
+	((rc == 0)) || tb5_die "boot $n ($phase) failed (console.py status $rc; $log)"
+	[[ $phase != mokmanager ]] || return 0
+	line=$(grep -a "^$TB5_VM_END_MARKER" "$log" | tail -n 1 || true)
+	if [[ $line != "${TB5_VM_END_MARKER}0" ]]; then
+		tail -n 40 "$log"
+		tb5_die "boot $n ($phase): the guest's test failed (${line:-no end marker}; $log)"
+	fi
+	if grep -aF "${TB5_VM_BAD_PATTERNS[@]/#/-e}" "$log" | head -n 5 | grep .; then
+		tb5_die "boot $n ($phase): the kernel complained (above; $log)"
+	fi
+	echo "boot $n ($phase): passed"
+}
+
+main() {
+	local start=$SECONDS
+
+	tb5_install_deps "${TB5_DEPS_PACKAGE[@]}" "${TB5_DEPS_SECUREBOOT[@]}"
+	mkdir -p "$WORK"
+	tb5_timed "the system: base, boot chain, tb5's repository, debs (chroot)" make_system
+	tb5_timed "disk image, variable store" make_disk
+	tb5_timed "boot 1: install, refused, mokutil --import" \
+		boot 1 install --start "$TB5_VM_START_MARKER" --boot-timeout "${TB5_VM_BOOT_TIMEOUT:-420}" \
+		--forbid "$MOKMANAGER"
+	tb5_timed "boot 2: the MOK manager (Enroll MOK)" \
+		boot 2 mokmanager --boot-timeout 300 --start "$MOKMANAGER" \
+		--expect "$MOKMANAGER" --send ' ' \
+		--expect 'Enroll MOK' --send '{down}{enter}' \
+		--expect 'View key 0' --send '{down}{enter}' \
+		--expect 'Enroll the key' --send '{down}{enter}' \
+		--expect 'Password' --send "$PASSWORD{enter}" \
+		--expect 'Reboot' --send '{enter}'
+	tb5_timed "boot 3: enrolled, loaded, refusals, kernel upgrade" \
+		boot 3 enrolled --start "$TB5_VM_START_MARKER" --boot-timeout "${TB5_VM_BOOT_TIMEOUT:-420}" \
+		--forbid "$MOKMANAGER"
+	tb5_timed "boot 4: the new kernel, no new enrollment" \
+		boot 4 upgraded --start "$TB5_VM_START_MARKER" --boot-timeout "${TB5_VM_BOOT_TIMEOUT:-420}" \
+		--forbid "$MOKMANAGER"
+	tb5_banner "secureboot: summary ($(tb5_fmt_secs $((SECONDS - start))))"
+	printf '%s\n' "${TB5_STEP_TIMES[@]}"
+	echo "secureboot: passed"
+}
+
+tb5_rerun_as_root "$@"
+main "$@"
