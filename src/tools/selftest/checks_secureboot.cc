@@ -67,12 +67,16 @@ std::optional<Bytes> read_file(const std::string &path)
 	return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+std::string efi_variable_path(const std::string &name, const char *guid)
+{
+	return path_from_env("TB5_EFI_DIR", "/sys/firmware/efi") + "/efivars/" + name + "-" + guid;
+}
+
 // An EFI variable's value, without the 4 bytes of attributes efivarfs puts
 // first.
 std::optional<Bytes> efi_variable(const std::string &name, const char *guid)
 {
-	auto raw = read_file(path_from_env("TB5_EFI_DIR", "/sys/firmware/efi") + "/efivars/" +
-			     name + "-" + guid);
+	auto raw = read_file(efi_variable_path(name, guid));
 
 	if (!raw || raw->size() < 4)
 		return std::nullopt;
@@ -628,10 +632,16 @@ Result judge(const Environment &env)
 		}
 	}
 	bool pending = false;
+	// MokNew, written by mokutil --import, is root's to read.
+	const bool request = access(efi_variable_path("MokNew", kMokGuid).c_str(), F_OK) == 0;
 	if (auto v = efi_variable("MokNew", kMokGuid)) {
 		for (const Bytes &der : signature_list_certs(*v))
 			pending |= mok && der == mok->der;
 	}
+	const std::string unread_request =
+		request && !efi_variable("MokNew", kMokGuid)
+			? "; an enrollment request waits for the next boot (sudo mokutil --list-new shows its key)"
+			: "";
 
 	Result r;
 	r.data["secure_boot"] = true;
@@ -708,7 +718,8 @@ Result judge(const Environment &env)
 	}
 	r.detail = where + "; " + path + " is signed by " + who + key_file + checked +
 		   ", a key the kernel does not trust: it is not enrolled" +
-		   (mok_list_read ? "" : " (no MokListRT to read; mokutil --test-key " + mok_path + " tells)");
+		   (mok_list_read ? "" : " (no MokListRT to read; mokutil --test-key " + mok_path + " tells)") +
+		   unread_request;
 	r.hint = import + " (set a one-time password), then reboot; " + manager;
 	return r;
 }

@@ -124,7 +124,12 @@ expect altered.ko FAIL "was changed after it was signed"
 
 mok_var MokNew mok.der
 expect tb5.ko FAIL "waiting to be enrolled" "reboot; in the MOK manager"
-rm "efi/efivars/MokNew-$MOK_GUID"
+# As an ordinary user reads it: MokNew is root's (mode 0600).
+if ((EUID != 0)); then
+	chmod 000 "efi/efivars/MokNew-$MOK_GUID"
+	expect tb5.ko FAIL "an enrollment request waits for the next boot" "sudo mokutil --import"
+fi
+rm -f "efi/efivars/MokNew-$MOK_GUID"
 
 mok_var MokListRT mok.der
 expect tb5.ko PASS "signed by 'DKMS module signing key'" "$work/mok.der" "an enrolled key" \
