@@ -269,6 +269,18 @@ TEST_F(SimGpu, WithoutAnEngineGpuMemoryIsRefusedSayingWhy)
 	};
 
 	EXPECT_EQ(in_child("hosts=1,loop=1,dma=off", no_engine("dma=off")), 0);
+	// An engine that does not exist is refused with those that do.
+	EXPECT_EQ(in_child("hosts=1,loop=1,dma=gpu", [] {
+		tb5_link_info *links = nullptr;
+		size_t n = 0;
+
+		return tb5_list_links(&links, &n) == -EINVAL &&
+				       strstr(tb5_last_error(), "dma=gpu") &&
+				       strstr(tb5_last_error(), "cuda, standin") ?
+			       0 :
+			       1;
+	}),
+		  0);
 	const bool cuda = in_child("hosts=1,loop=1,dma=cuda", [] {
 		tb5_link_info *links = nullptr;
 		size_t n = 0;
