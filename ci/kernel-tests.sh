@@ -22,6 +22,13 @@
 #      <kver>-fabric-a.log and -b.log): 6.1 with one cable, 6.12 with two
 #      and sid with one, the last two with swiotlb=force; and on 6.12 three
 #      VMs cabled in a triangle (<kver>-triangle-{a,b,c}.log)
+#   7. kernel memory checked on every VM above (ci/vm/run.sh: slub_debug,
+#      init_on_free, KFENCE where the kernel has it; a report fails the
+#      run), and shown to work: tb5k_memcheck.ko (tests/kernel/memcheck/,
+#      built like tbemu.ko into build-kernel/memcheck/<kver>/) plants an
+#      out-of-bounds write past a kmalloc() buffer in a VM of its own per
+#      kernel (tests/kernel/vm-memcheck.sh; log <kver>-memcheck.log), which
+#      fails unless SLUB (and KFENCE, where on) report it
 #
 # Prints one line per kernel (a failure says whether the tests failed or the
 # VM never reached them), one line per VM boot that was retried (with its
@@ -31,8 +38,9 @@
 # non-zero when a kernel failed. Needs root (apt-get, dkms, chroot).
 #
 # Knobs: TB5_KERNELS (labels to test, default "6.1 6.12 sid"),
-# TB5_KTEST_PARTS (which VM runs, default "vm fabric triangle": the single
-# VM of each kernel, the two hosts of the fabric, the triangle), TB5_DKMS_TREE
+# TB5_KTEST_PARTS (which VM runs, default "vm fabric triangle memcheck":
+# the single VM of each kernel, the two hosts of the fabric, the triangle,
+# the planted write), TB5_DKMS_TREE
 # (a staged tree to build instead of CMake's), TB5_VM_TESTS (a directory of
 # built tests to run instead of building tests/kernel), and those of
 # ci/kernels.sh and ci/vm/run.sh (TB5_KCACHE, TB5_VM_TIMEOUT, ...;
@@ -56,7 +64,7 @@ declare -A FABRIC_CABLES=([6.1]=1 [6.12]=2 [sid]=1)
 declare -A FABRIC_APPEND=([6.1]="" [6.12]="swiotlb=131072,force" [sid]="swiotlb=131072,force")
 # And three hosts cabled in a triangle, on one kernel.
 declare -A FABRIC_TRIANGLE=([6.12]=1)
-read -r -a PARTS <<<"${TB5_KTEST_PARTS:-vm fabric triangle}"
+read -r -a PARTS <<<"${TB5_KTEST_PARTS:-vm fabric triangle memcheck}"
 TIMES=()
 RESULTS=()
 
@@ -240,6 +248,38 @@ build_vm_tests() {
 	fi
 }
 
+# memcheck_run LABEL KVER: the planted out-of-bounds write, in a VM of its
+# own (no tb5.ko): ci/vm/run.sh with TB5_VM_EXPECT_REPORTS=1 passes only
+# when the kernel's memory checking reported it.
+memcheck_run() {
+	local label=$1 kver=$2 dir=$BUILD/memcheck/$2/tests rc=0 reason
+	local log=$BUILD/vm-logs/$2-memcheck.log
+
+	tb5_banner "kernel-tests: memory checking, $label ($kver): a planted out-of-bounds write"
+	rm -rf "$dir" "${log%.log}.status"
+	mkdir -p "$dir"
+	cp "$TB5_ROOT/tests/kernel/vm-memcheck.sh" "$BUILD/memcheck/$kver/tb5k_memcheck.ko" "$dir/"
+	TB5_VM_EXPECT_REPORTS=1 TB5_VM_SCRIPT=$dir/vm-memcheck.sh TB5_VM_LOG_NAME=$kver-memcheck \
+		timed "memcheck, $label" "$TB5_ROOT/ci/vm/run.sh" "$label" none "$dir" \
+		"$BUILD/vm-logs" || rc=$?
+	vm_status "${log%.log}.status"
+	retries=$((retries + VM_RETRIES))
+	if ((rc == 0)); then
+		RESULTS+=("$(printf '%-5s %-24s PASS  memcheck: the planted out-of-bounds write was reported%s' \
+			"$label" "$kver" "$VM_RETRIED")")
+		ok=$((ok + 1))
+	else
+		RESULTS+=("$(printf '%-5s %-24s FAIL  memcheck: %s%s (%s)' "$label" "$kver" \
+			"$( ((rc == 1)) && echo "the planted write went unreported, or the run failed" ||
+				echo "VM never reached the test: $VM_RESULT")" "$VM_RETRIED" "$log")")
+		failed=$((failed + 1))
+		fail_lines "$label" memcheck "$log"
+	fi
+	for reason in "${VM_RETRY_LINES[@]}"; do
+		RETRY_LINES+=("$(printf '%-5s memcheck: boot retried: %s' "$label" "$reason")")
+	done
+}
+
 main() {
 	local label tree ok=0 failed=0 start=$SECONDS kver ko rc retries=0 reason log script
 	local -A built=()
@@ -272,6 +312,12 @@ main() {
 	tb5_banner "kernel-tests: the emulated USB4 fabric (tbemu.ko)"
 	timed "tbemu.ko builds" "$TB5_ROOT/tests/tbemu/build.sh" "$BUILD/tbemu" \
 		"${LABELS[@]}" || tb5_die "tbemu.ko does not build"
+	if want memcheck; then
+		tb5_banner "kernel-tests: the planted write's module (tb5k_memcheck.ko)"
+		timed "tb5k_memcheck.ko builds" "$TB5_ROOT/tests/tbemu/build.sh" \
+			--src "$TB5_ROOT/tests/kernel/memcheck" "$BUILD/memcheck" \
+			"${LABELS[@]}" || tb5_die "tb5k_memcheck.ko does not build"
+	fi
 
 	for label in "${LABELS[@]}"; do
 		tb5_kernel_env "$label"
@@ -323,6 +369,7 @@ main() {
 				RETRY_LINES+=("$(printf '%-5s boot retried: %s' "$label" "$reason")")
 			done
 		fi
+		want memcheck && memcheck_run "$label" "$kver"
 		[[ -f $TESTS/vm-tests-fabric.sh ]] || continue
 		if want fabric; then
 			tb5_banner "kernel-tests: fabric, $label ($kver), two hosts"

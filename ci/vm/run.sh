@@ -45,6 +45,17 @@
 # ci/kernel-tests.sh and ci/vm/soak.sh, with the boots made and the reason
 # of every retried one.
 #
+# Kernel memory is checked on every boot (TB5_VM_MEMCHECK=0 turns it off):
+# slub_debug=FZPU (sanity checks, red zones, poisoning, alloc/free owner
+# tracking on every slab cache), init_on_free=1, and KFENCE sampling
+# (kfence.sample_interval=TB5_VM_KFENCE_MS, default 10) where the kernel
+# is built with KFENCE. A report of theirs (MEMCHECK_REPORT_PATTERNS) fails
+# the run like any other kernel complaint, its log and line printed. With
+# TB5_VM_EXPECT_REPORTS=1 (tests/kernel/vm-memcheck.sh, which plants an
+# out-of-bounds write) it is the other way round: the run fails unless the
+# log has the planted write's SLUB report (and KFENCE's, where KFENCE is
+# on), and nothing else a run must not have.
+#
 # The caller's TB5K_* environment variables (the knobs of
 # tests/kernel/vm-tests.sh) are set inside the VM too.
 #
@@ -70,6 +81,17 @@ tb5_die() {
 	printf '%s: error: %s\n' "${0##*/}" "$*" >&2
 	exit "$TB5_VM_RC_HARNESS"
 }
+
+# The reports of the kernel's memory checkers (SLUB's debugging, KFENCE;
+# KASAN and "BUG:" are boot-lib.sh's already): any fails a run, and
+# general protection faults too. SLUB's header line is "BUG <cache> (...):
+# <what>", no "BUG:": 6.1 names the fault there, 6.12 on says "Object
+# corrupt" and names it on the line before ("[Right Redzone overwritten]").
+MEMCHECK_REPORT_PATTERNS=('KFENCE:' 'Redzone' 'Poison overwritten'
+	'Object padding' 'Padding overwritten' 'Object corrupt'
+	'Freepointer corrupt' 'Freechain corrupt' 'Object already free'
+	'Invalid object pointer' 'Wrong object count' 'Objects remaining')
+TB5_VM_BAD_PATTERNS+=("${MEMCHECK_REPORT_PATTERNS[@]}" 'general protection')
 
 # Modules tb5 may need: the Thunderbolt bus (with what it depends on:
 # configfs on sid; tb5.ko's own "depends" brings it too), thunderbolt_net
@@ -198,13 +220,32 @@ build_initramfs() {
 	echo "vm: initramfs $(($(stat -c %s "$WORK/initramfs.gz") / 1024)) KiB"
 }
 
+# memcheck_append: sets MEMCHECK_APPEND, the kernel parameters that check
+# the kernel's memory (see the top): KFENCE's only where the kernel's config
+# (boot/config-<kver> of its image, or lib/modules/<kver>/config, where sid
+# keeps it) has CONFIG_KFENCE=y.
+memcheck_append() {
+	local cfg=$ROOT/boot/config-$KVER
+
+	MEMCHECK_APPEND=''
+	[[ ${TB5_VM_MEMCHECK:-1} == 1 ]] || return 0
+	MEMCHECK_APPEND="slub_debug=FZPU init_on_free=1"
+	[[ -f $cfg ]] || cfg=$MODDIR/config
+	[[ -f $cfg ]] || tb5_die "no config-$KVER in $ROOT/boot or $MODDIR: cannot tell whether $KVER has KFENCE"
+	if grep -qx 'CONFIG_KFENCE=y' "$cfg"; then
+		MEMCHECK_APPEND+=" kfence.sample_interval=${TB5_VM_KFENCE_MS:-10}"
+	fi
+}
+
 boot() {
 	local append
 
 	# On top of boot-lib.sh's: hung_task_panic=1 makes a task blocked for
-	# 120 s (a deadlock) panic; every message, timestamped.
+	# 120 s (a deadlock) panic; every message, timestamped; the memory
+	# checks.
 	tb5_vm_qemu
-	append="$VM_APPEND hung_task_panic=1 loglevel=7 printk.time=1 ${TB5_VM_APPEND:-}"
+	memcheck_append
+	append="$VM_APPEND hung_task_panic=1 loglevel=7 printk.time=1 $MEMCHECK_APPEND ${TB5_VM_APPEND:-}"
 	# Quiet: only the lines without a kernel timestamp, the tests' own.
 	[[ ${TB5_VM_QUIET:-0} == 1 ]] && TB5_VM_SHOW=(grep --line-buffered -av '^\[ *[0-9]*\.[0-9]*\]')
 	echo "vm: booting $KVER under QEMU TCG (${VM_QEMU[*]:1}; boot watchdog ${TB5_VM_BOOT_TIMEOUT:-120} s, timeout ${TB5_VM_TIMEOUT:-900} s)"
@@ -215,6 +256,37 @@ boot() {
 	read -r -a extra <<<"${TB5_VM_QEMU_ARGS:-}"
 	tb5_vm_boot "$KVER" "$LOG" "${VM_QEMU[@]}" "${extra[@]}" \
 		-kernel "$VMLINUZ" -initrd "$WORK/initramfs.gz" -append "$append" || true
+}
+
+# memcheck_verdict: the verdict of the planted write's run
+# (TB5_VM_EXPECT_REPORTS=1). The reports it must cause: SLUB's red zone
+# report, and KFENCE's where KFENCE is on; each is printed with its log
+# line, and a missing one fails the run. The rest of the log, without the
+# memory checkers' lines (and the WARNING with which SLUB's reports end
+# from 6.12 on, at mm/slub.c), is judged as any run's (LOG-rest.log).
+memcheck_verdict() {
+	local rest=${LOG%.log}-rest.log pat line rc=0 want=('Redzone overwritten')
+
+	[[ $MEMCHECK_APPEND == *kfence.sample_interval=* ]] && want+=('BUG: KFENCE:')
+	grep -avF -f <(printf '%s\n' "${MEMCHECK_REPORT_PATTERNS[@]}" ' at mm/slub.c:') \
+		"$LOG" >"$rest" || true
+	tb5_vm_verdict "$KVER" "$rest" "${SCRIPT##*/}" || rc=$?
+	((rc == 0 || rc == TB5_VM_RC_TEST)) || return "$rc"
+	[[ -n $MEMCHECK_APPEND ]] || {
+		echo "vm: $KVER: memcheck: FAIL: TB5_VM_EXPECT_REPORTS=1 without the memory checks (TB5_VM_MEMCHECK=0)"
+		return "$TB5_VM_RC_TEST"
+	}
+	for pat in "${want[@]}"; do
+		# The kernel's own line (timestamped), not a test's echo of it.
+		line=$(grep -an '^\[ *[0-9]*\.[0-9]*\]' "$LOG" | grep -F -m1 "$pat" || true)
+		if [[ -n $line ]]; then
+			echo "vm: $KVER: memcheck: the planted write was caught: $LOG:${line%%:*}: ${line#*:}"
+		else
+			echo "vm: $KVER: memcheck: FAIL: no '$pat' report in $LOG: the planted out-of-bounds write went unnoticed"
+			rc=$TB5_VM_RC_TEST
+		fi
+	done
+	return "$rc"
 }
 
 main() {
@@ -250,7 +322,11 @@ main() {
 	build_initramfs
 	boot
 	local rc=0
-	TB5_VM_TAIL=${TB5_VM_QUIET:-0} tb5_vm_verdict "$KVER" "$LOG" "${SCRIPT##*/}" || rc=$?
+	if [[ ${TB5_VM_EXPECT_REPORTS:-0} == 1 ]]; then
+		TB5_VM_TAIL=${TB5_VM_QUIET:-0} memcheck_verdict || rc=$?
+	else
+		TB5_VM_TAIL=${TB5_VM_QUIET:-0} tb5_vm_verdict "$KVER" "$LOG" "${SCRIPT##*/}" || rc=$?
+	fi
 	tb5_vm_write_status "${LOG%.log}.status" "$rc"
 	return "$rc"
 }
