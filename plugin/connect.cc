@@ -268,6 +268,7 @@ ncclResult_t listen(int dev, void *handle, void **listen_comm)
 	h->service = ls->service;
 	h->cookie = 0;
 	std::strncpy(h->link, first.c_str(), sizeof(h->link) - 1);
+	publish_host_locked();	// the cables that came up since
 	TB5_INFO(NCCL_NET, "listening on %s (%zu link%s), host %#llx service %#llx",
 		 first.c_str(), ls->eps.size(), ls->eps.size() == 1 ? "" : "s",
 		 (unsigned long long)ls->host, (unsigned long long)ls->service);

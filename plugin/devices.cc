@@ -120,7 +120,7 @@ void Global::close_links()
 Global::~Global()
 {
 	close_links();
-	unpublish_host();
+	unpublish_host(true);
 }
 
 void release_locked(Device *d)
@@ -307,7 +307,7 @@ ncclResult_t no_device_locked(const char *call, int dev)
 	// hosts), NCCL numbers devices over all of them (hosts.cc): a device
 	// this host lacks is a cable it lacks.
 	std::string unknown;
-	std::vector<uint64_t> missing = dev >= 0 ? hosts_without_cable(&unknown) :
+	std::vector<uint64_t> missing = dev >= 0 ? hosts_without_cable_locked(&unknown) :
 						   std::vector<uint64_t>();
 	if (missing.empty()) {
 		TB5_WARN("%s: no device %d (there are %zu)", call, dev, g.devs.size());
@@ -356,7 +356,7 @@ ncclResult_t finalize(void *ctx)
 		TB5_INFO(NCCL_NET, "finalize with %zu link%s still in use", g.open.size(),
 			 g.open.size() == 1 ? "" : "s");
 	g.close_links();
-	unpublish_host();
+	unpublish_host(false);
 	g.connecting.clear();
 	g.waits.clear();
 	g.listed = false;

@@ -164,13 +164,16 @@ ncclResult_t no_device_locked(const char *call, int dev);
 // ---- hosts.cc: this machine's tb5 hosts and their cables ----------------------
 
 // Tell the other processes on this machine (<live dir>/tb5hosts.<pid>)
-// this host's id and its cables' peers, from the listing. g.mu held.
+// this host's id and its cables' peers, when they changed. g.mu held.
 void publish_host_locked();
-void unpublish_host();
+// Take this process's file away (at the last finalize; when @exiting, not
+// if it reported a missing cable: the other end of it may still read it).
+void unpublish_host(bool exiting);
 // The hosts of the other processes on this machine that this host has no
 // cable to, as far as is known now, in order; *@unknown: this host's links
-// that are not up yet (their peers unknown, so not ruled out).
-std::vector<uint64_t> hosts_without_cable(std::string *unknown);
+// that are not up yet (their peers unknown, so not ruled out). Waits up
+// to half a second for them. g.mu held.
+std::vector<uint64_t> hosts_without_cable_locked(std::string *unknown);
 
 // ---- data_path.cc: comms and their requests -----------------------------------
 
