@@ -263,12 +263,12 @@ boot() {
 # report, and KFENCE's where KFENCE is on; each is printed with its log
 # line, and a missing one fails the run. The rest of the log, without the
 # memory checkers' lines (and the WARNING with which SLUB's reports end
-# from 6.12 on, at mm/slub.c), is judged as any run's (LOG-rest.log).
+# from 6.12 on, in mm/slub.c), is judged as any run's (LOG-rest.log).
 memcheck_verdict() {
 	local rest=${LOG%.log}-rest.log pat line rc=0 want=('Redzone overwritten')
 
 	[[ $MEMCHECK_APPEND == *kfence.sample_interval=* ]] && want+=('BUG: KFENCE:')
-	grep -avF -f <(printf '%s\n' "${MEMCHECK_REPORT_PATTERNS[@]}" ' at mm/slub.c:') \
+	grep -avF -f <(printf '%s\n' "${MEMCHECK_REPORT_PATTERNS[@]}" ' mm/slub.c:') \
 		"$LOG" >"$rest" || true
 	tb5_vm_verdict "$KVER" "$rest" "${SCRIPT##*/}" || rc=$?
 	((rc == 0 || rc == TB5_VM_RC_TEST)) || return "$rc"
