@@ -59,8 +59,9 @@ case " $cmdline " in
 *" kfence.sample_interval="*)
 	kfence=1
 	ms=$(cat /sys/module/kfence/parameters/sample_interval 2>/dev/null)
-	[ -n "$ms" ] && [ "$ms" -gt 0 ] ||
+	if [ -z "$ms" ] || [ "$ms" -le 0 ]; then
 		fail kfence "sample_interval is '$ms' with kfence.sample_interval on the command line"
+	fi
 	pass "kfence (sampling every $ms ms)"
 	;;
 *)
