@@ -36,7 +36,7 @@
 # The MOK enrollment lives in the firmware's variable store (vars.fd, a copy
 # of OVMF_VARS_4M.ms.fd made for each run) and the system on its disk: both
 # are kept from one boot to the next. Every boot has a hard limit
-# (TB5_SB_BOOT_LIMIT seconds, default 1200; the system must reach its test
+# (TB5_SB_BOOT_LIMIT seconds, default 1800; the system must reach its test
 # within TB5_VM_BOOT_TIMEOUT, default 420) and a failed one prints the end of
 # its console log.
 #
@@ -67,7 +67,7 @@ PASSWORD=tb5-enroll
 SB_PKGS=(shim-signed grub-efi-amd64-signed mokutil openssl ca-certificates)
 ESP_MIB=64
 MOKMANAGER='Press any key to perform MOK management'
-LIMIT=${TB5_SB_BOOT_LIMIT:-1200}
+LIMIT=${TB5_SB_BOOT_LIMIT:-1800}
 
 in_root() {
 	tb5_chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive "$@"
