@@ -237,8 +237,13 @@ ncclResult_t iflush(void *recv_comm, int n, void **data, int *sizes,
 	(void)data;
 	(void)sizes;
 	(void)mhandles;
-	// Receives land in host memory, or in a dma-buf that the link writes
-	// before it reports the receive: nothing to flush.
+	// NCCL flushes a receive into GPU memory before its kernel reads it.
+	// The simulator reports a receive only once its DMA into the buffer is
+	// done (cuStreamSynchronize), so its bytes are visible: nothing to do.
+	// The kernel backend reports it once the NHI's last write and its
+	// descriptor are in; a PCIe peer write to GPU memory is ordered before
+	// the completion only as the platform orders posted writes, which is
+	// not yet checked on hardware (docs/plugin.md, "GPU memory").
 	if (request)
 		*request = nullptr;
 	return ncclSuccess;

@@ -171,6 +171,19 @@ std::string pci_path(const tb5_link_info &l)
 	return {};
 }
 
+// What memory NCCL may hand a link: host memory always; GPU memory by
+// address where the link carries it (the simulator with a DMA engine), and
+// as a dma-buf there or where the module imports dma-bufs.
+int ptr_support(uint32_t caps)
+{
+	int p = NCCL_PTR_HOST;
+	if (caps & TB5_CAP_GPU_MEM)
+		p |= NCCL_PTR_CUDA;
+	if (caps & (TB5_CAP_DMABUF | TB5_CAP_GPU_MEM))
+		p |= NCCL_PTR_DMABUF;
+	return p;
+}
+
 uint32_t speed_mbps(const tb5_link_info &l)
 {
 	long over = env_long("TB5_NCCL_SPEED_MBPS", 0, 0, INT_MAX);
@@ -388,7 +401,7 @@ ncclResult_t get_properties(int dev, ncclNetProperties_v12_t *p)
 	p->name = const_cast<char *>(nd.name.c_str());
 	p->pciPath = nd.pci_path.empty() ? nullptr : const_cast<char *>(nd.pci_path.c_str());
 	p->guid = nd.guid;
-	p->ptrSupport = NCCL_PTR_HOST | ((l.caps & TB5_CAP_DMABUF) ? NCCL_PTR_DMABUF : 0);
+	p->ptrSupport = ptr_support(l.caps);
 	p->regIsGlobal = 0;
 	p->forceFlush = 0;
 	uint64_t speed = 0;

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 //
 // memory.cc - NCCL's registered regions (regMr, regMrDmaBuf, deregMr) and
-// where an operation's bytes lie in them. A region holds its link open;
+// where an operation's bytes lie in them: host memory through
+// tb5_reg_host(), GPU memory (regMr with NCCL_PTR_CUDA, regMrDmaBuf)
+// through tb5_reg_gpu(). A region holds its link open;
 // one that is still in use when NCCL deregisters it is freed as soon as
 // its operations end.
 #include <algorithm>
@@ -65,6 +67,25 @@ ncclResult_t publish_mr(Comm *c, std::unique_ptr<Mr> m, void **mhandle)
 	return ncclSuccess;
 }
 
+// GPU memory on @c's link: a CUDA address with its dma-buf (@fd >= 0), or
+// the address alone (@fd -1). The library says why it cannot.
+ncclResult_t reg_gpu(Comm *c, void *data, size_t size, int fd, uint64_t offset,
+		     void **mhandle)
+{
+	auto m = new_mr(c, data, size);
+	if (size) {
+		int r = tb5_reg_gpu(c->dev->dev.get(), data, size, fd, offset, &m->mr);
+		if (r < 0) {
+			TB5_WARN("cannot register %zu bytes of GPU memory at %p (dma-buf %d, "
+				 "offset %llu) on %s: %s (%s)", size, data, fd,
+				 (unsigned long long)offset, c->dev->name.c_str(),
+				 tb5_strerror(r), last_error());
+			return ncclSystemError;
+		}
+	}
+	return publish_mr(c, std::move(m), mhandle);
+}
+
 } // namespace
 
 ncclResult_t reg_mr(void *comm, void *data, size_t size, int type, void **mhandle)
@@ -73,10 +94,18 @@ ncclResult_t reg_mr(void *comm, void *data, size_t size, int type, void **mhandl
 		return ncclInvalidArgument;
 	*mhandle = nullptr;
 	auto *c = static_cast<Comm *>(comm);
+	if (type == NCCL_PTR_CUDA) {
+		if (!(c->dev->info.caps & TB5_CAP_GPU_MEM)) {
+			TB5_WARN("regMr: link %s does not carry GPU memory by address "
+				 "(ptrSupport has no NCCL_PTR_CUDA)", c->dev->name.c_str());
+			return ncclInvalidUsage;
+		}
+		return reg_gpu(c, data, size, -1, 0, mhandle);
+	}
 	if (type != NCCL_PTR_HOST) {
-		TB5_WARN("regMr: memory type %d is not host memory; tb5 registers host "
-			 "memory, and GPU memory only as a dma-buf", type);
-		return ncclInvalidArgument;
+		TB5_WARN("regMr: memory type %d is neither host (%d) nor CUDA (%d) memory",
+			 type, NCCL_PTR_HOST, NCCL_PTR_CUDA);
+		return ncclInvalidUsage;
 	}
 	auto m = new_mr(c, data, size);
 	if (size) {
@@ -99,22 +128,21 @@ ncclResult_t reg_mr_dma_buf(void *comm, void *data, size_t size, int type,
 	auto *c = static_cast<Comm *>(comm);
 	if (type == NCCL_PTR_HOST)
 		return reg_mr(comm, data, size, type, mhandle);
-	if (!(c->dev->info.caps & TB5_CAP_DMABUF)) {
-		TB5_WARN("regMrDmaBuf: link %s does not import dma-bufs",
-			 c->dev->name.c_str());
+	if (type != NCCL_PTR_CUDA) {
+		TB5_WARN("regMrDmaBuf: memory type %d is not CUDA memory (%d)", type,
+			 NCCL_PTR_CUDA);
 		return ncclInvalidUsage;
 	}
-	auto m = new_mr(c, data, size);
-	if (size) {
-		int r = tb5_reg_dmabuf(c->dev->dev.get(), fd, offset, size, &m->mr);
-		if (r < 0) {
-			TB5_WARN("cannot import %zu bytes at offset %llu of dma-buf %d on %s: "
-				 "%s (%s)", size, (unsigned long long)offset, fd,
-				 c->dev->name.c_str(), tb5_strerror(r), last_error());
-			return ncclSystemError;
-		}
+	if (!(c->dev->info.caps & (TB5_CAP_DMABUF | TB5_CAP_GPU_MEM))) {
+		TB5_WARN("regMrDmaBuf: link %s carries no GPU memory (ptrSupport has no "
+			 "NCCL_PTR_DMABUF)", c->dev->name.c_str());
+		return ncclInvalidUsage;
 	}
-	return publish_mr(c, std::move(m), mhandle);
+	if (fd < 0) {
+		TB5_WARN("regMrDmaBuf: %d is not a dma-buf fd", fd);
+		return ncclInvalidUsage;
+	}
+	return reg_gpu(c, data, size, fd, offset, mhandle);
 }
 
 ncclResult_t dereg_mr(void *comm, void *mhandle)
