@@ -40,16 +40,21 @@ usage: ${0##*/} [options]
   --proc-timeout S   limit for each run as a whole (default 240)
   --sim-keys KEYS    more TB5_SIM keys for both modes, e.g. ring=4096
   --env VAR=VALUE    more environment for every run (repeatable)
+  --gdr              GPUDirect over tb5: NCCL_NET_GDR_LEVEL=SYS (the simulated
+                     links have no PCI path: docs/plugin.md) and
+                     NCCL_NET_GDR_READ=1 (NCCL_P2P_DISABLE=1 hides NVLink from
+                     NCCL's send-side rule), and every channel line must say
+                     GDRDMA
   --dry-run          print (and record in commands.txt) the commands, run none
 EOF
 }
 
 build=build-gpu plugin='' libdirs='' bin='' out=''
 min=1K max=1G factor=2 colls=all_reduce,all_gather,reduce_scatter,broadcast,alltoall,sendrecv
-modes=mp,sp nranks=2 hang_timeout=120 proc_timeout=240 sim_keys=''
+modes=mp,sp nranks=2 hang_timeout=120 proc_timeout=240 sim_keys='' gdr=0
 extra_env=()
 while (($#)); do
-  case $1 in --dry-run|-h|--help) ;; --*) (($# >= 2)) || die "$1 needs a value" ;; esac
+  case $1 in --dry-run|--gdr|-h|--help) ;; --*) (($# >= 2)) || die "$1 needs a value" ;; esac
   case $1 in
     --build) build=$2; shift ;;
     --plugin) plugin=$2; shift ;;
@@ -66,6 +71,7 @@ while (($#)); do
     --proc-timeout) proc_timeout=$2; shift ;;
     --sim-keys) sim_keys=$2; shift ;;
     --env) [[ $2 == *=* ]] || die "--env needs VAR=VALUE"; extra_env+=("$2"); shift ;;
+    --gdr) gdr=1 ;;
     --dry-run) DRY_RUN=1 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown option: $1" ;;
@@ -73,6 +79,7 @@ while (($#)); do
   shift
 done
 check_nranks "$nranks"
+((gdr)) && extra_env+=(NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=1)
 
 if [[ -z $out ]]; then
   if [[ -n ${OUT:-} ]]; then out=$OUT/tb5-validation; else out=/tmp/tb5-validation-$(date +%Y%m%d-%H%M%S); fi
@@ -171,6 +178,14 @@ check_run() {
   verdict $((ok_plugin == nlogs ? 0 : 1)) "$name: the plugin's own NET/TB5 lines in $ok_plugin of $nlogs NCCL logs"
   verdict $((ok_via == nlogs ? 0 : 1)) "$name: channels 'via NET/TB5' in $ok_via of $nlogs NCCL logs"
   verdict $((ch_all > 0 && ch_all == ch_tb5 ? 0 : 1)) "$name: $ch_tb5 of $ch_all channel lines 'via NET/TB5'"
+  if ((gdr)); then
+    local ch_gdr=0
+    for log in "${logs[@]}"; do
+      a=$(grep -Ec 'Channel [0-9]+/[0-9]+ .* via NET/TB5/[0-9]+(\([0-9]+\))?/GDRDMA' "$log" 2>/dev/null || true)
+      ch_gdr=$((ch_gdr + ${a:-0}))
+    done
+    verdict $((ch_all > 0 && ch_gdr == ch_all ? 0 : 1)) "$name: $ch_gdr of $ch_all channel lines 'via NET/TB5/.../GDRDMA'"
+  fi
   verdict $((nroutes > 0 ? 0 : 1)) "$name: the plugin logged the link of $nroutes connections ($name.routes.txt)"
   if [[ $name == mp ]]; then
     # Every connection on a cable that reaches its peer. Each rank's

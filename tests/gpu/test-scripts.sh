@@ -48,7 +48,7 @@ for s in lib.sh run-validation.sh run-benchmark.sh; do
   if bash -n "$dir/$s"; then ok "bash -n $s"; else bad "bash -n $s"; fi
 done
 if command -v shellcheck >/dev/null 2>&1; then
-  if (cd "$dir" && shellcheck -x run-validation.sh run-benchmark.sh lib.sh test-scripts.sh); then
+  if (cd "$dir" && shellcheck -x run-validation.sh run-benchmark.sh lib.sh test-scripts.sh run-gpu-direct-session.sh); then
     ok "shellcheck"
   else
     bad "shellcheck"
@@ -92,6 +92,18 @@ if [[ $n == 1 ]]; then ok "one fabric for the four ranks"; else bad "$n fabrics 
 # --sim-keys come after: a mesh with a cable missing.
 expect 0 'dry run' "$val" "${dry[@]}" --modes mp --nranks 4 --sim-keys uncabled=0-3 --out "$tmp/vu"
 count "$tmp/vu/commands.txt" 'TB5_SIM=tb5gpu-[^ ]*:hosts=4,loop=0,uncabled=0-3 ' 4
+
+# --gdr: GPUDirect over tb5, with the settings docs/plugin.md names.
+expect 0 'dry run' "$val" "${dry[@]}" --gdr --out "$tmp/vg"
+count "$tmp/vg/commands.txt" 'NCCL_NET=TB5 .*NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=1 ' 3
+count "$tmp/v2/commands.txt" 'NCCL_NET_GDR' 0
+
+# The GPU-direct session, dry: every step it would run, none run.
+expect 0 'dry run: 6 steps' "$dir/run-gpu-direct-session.sh" --dry-run "$tmp/gs" "$tmp/nostage"
+c=$tmp/gs/commands.txt
+count "$c" 'run-validation.sh .*--gdr' 2
+count "$c" 'run-benchmark.sh .*tb5-gdr-rate80 sim=rate=80 NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=1' 3
+count "$c" 'run-benchmark.sh .*--transports tb5,shm,socket4x4 ' 3
 
 # Benchmark at four ranks: tb5 beside SHM, Socket and Socket 4x4, the three
 # collectives, four processes each.

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Issue 35 on a machine with 4 GPUs (nvidia-h100-x4), in one call of under
+# 10 minutes: NCCL's GPUDirect path through the plugin over the simulator
+# (TB5_SIM's default engine dma=cuda: the GPUs' copy engines move GPU
+# buffers), with the settings docs/plugin.md names (NCCL_NET_GDR_LEVEL=SYS;
+# NCCL_NET_GDR_READ=1 because these runs disable P2P).
+#   1. diag: what NCCL decides for a tb5 link under its defaults and with
+#      the settings (its "GPU Direct RDMA" and channel lines);
+#   2. validate-gdr-2: run-validation.sh --gdr, mp and sp, 2 GPUs, all six
+#      collectives 1K..1G; validate-gdr-4: mp at 4 ranks, 1K..256M;
+#   3. bench1..3: run-benchmark.sh, 2 ranks, all_reduce 1K..256M (factor
+#      4), tb5 rate=80 with GPU buffers (GDR) and with host staging (today's
+#      path), SHM and Socket 4x4 beside them, three times.
+#
+#   tests/gpu/run-gpu-direct-session.sh [--dry-run] OUTDIR [STAGE]
+#
+# The plugin and libtb5 are built here (Release, build-gpu) when cmake is
+# there; else STAGE holds libnccl-net-tb5.so and libtb5.so.1 built
+# elsewhere and carried (default build-gpu-stage). --dry-run records the steps in OUTDIR/commands.txt
+# and runs none (tests/gpu/test-scripts.sh). OUTDIR/session.txt lists each
+# step's result and ends with every summary table.
+set -uo pipefail
+
+dry=0
+[[ ${1:-} == --dry-run ]] && { dry=1; shift; }
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+out=${1:?usage: run-gpu-direct-session.sh [--dry-run] OUTDIR [STAGE]}
+stage=${2:-$repo/build-gpu-stage}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cd "$repo" || exit 2
+export PATH=/usr/local/cuda/bin:$PATH
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0,1}
+unset NCCL_PROTO NCCL_ALGO NCCL_TUNER_PLUGIN NCCL_NET_MERGE_LEVEL NCCL_TOPO_FILE \
+  NCCL_NET_GDR_LEVEL NCCL_NET_GDR_READ
+
+log=$out/session.txt
+: >"$log"
+step() {   # step NAME LIMIT_S CMD...: runs CMD, records its status
+  local name=$1 limit=$2 rc=0 t0=$SECONDS
+  shift 2
+  if ((dry)); then
+    printf '%s\n' "$*" >>"$out/commands.txt"
+    return 0
+  fi
+  echo "== $name: $*" | tee -a "$log"
+  timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1 || rc=$?
+  tail -n 30 "$out/$name.log"
+  echo "== $name: exit $rc after $((SECONDS - t0)) s" | tee -a "$log"
+}
+
+if ((!dry)); then
+  { cmake --version; nvidia-smi -L; nproc; date -u; git log --oneline -1; } >"$out/machine.txt" 2>&1
+  if command -v cmake >/dev/null 2>&1; then
+    echo "== building the plugin into build-gpu (Release)" | tee -a "$log"
+    if { cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF &&
+         cmake --build build-gpu -j 16 --target nccl-net-tb5 tb5; } >"$out/build-plugin.log" 2>&1; then
+      stage=$repo/build-gpu-built
+      mkdir -p "$stage"
+      cp -L build-gpu/plugin/libnccl-net-tb5.so build-gpu/src/lib/libtb5.so.1 "$stage/"
+    else
+      echo "building the plugin failed (see build-plugin.log); using $stage" | tee -a "$log"
+    fi
+  fi
+  [[ -f $stage/libnccl-net-tb5.so && -f $stage/libtb5.so.1 ]] ||
+    { echo "no plugin in $stage and none built" | tee -a "$log"; exit 2; }
+  echo "== plugin from $stage" | tee -a "$log"
+  [[ -x build-nccl-check/nccl_check ]] || tests/gpu/build.sh >"$out/build.log" 2>&1 ||
+    { echo "building nccl_check failed (see build.log)" | tee -a "$log"; exit 2; }
+fi
+plug=(--plugin "$stage/libnccl-net-tb5.so" --lib-dir "$stage")
+gdr_env="NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=1"
+dbg="NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH"
+
+# 1. NCCL's decision: defaults, the level alone, both settings.
+# shellcheck disable=SC2086  # the variants' words are split on purpose
+step diag 45 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_reduce \
+  --min 1M --max 1M --extra-sizes '' --transports tb5 --budget 16M --min-iters 5 --max-iters 5 \
+  --tb5-variant "tb5-default $dbg" \
+  --tb5-variant "tb5-level-sys NCCL_NET_GDR_LEVEL=SYS $dbg" \
+  --tb5-variant "tb5-gdr $gdr_env $dbg TB5_NCCL_STATS=1" \
+  --proc-timeout 20 --out "$out/diag"
+
+# 2. Correctness with GPU buffers, 2 GPUs (mp, sp) and 4.
+step validate-gdr-2 95 tests/gpu/run-validation.sh "${plug[@]}" --gdr --proc-timeout 40 \
+  --out "$out/validation-gdr-2"
+CUDA_VISIBLE_DEVICES=0,1,2,3 step validate-gdr-4 90 tests/gpu/run-validation.sh "${plug[@]}" \
+  --gdr --modes mp --nranks 4 --max 256M --proc-timeout 75 --out "$out/validation-gdr-4"
+
+# 3. The series, three times.
+for i in 1 2 3; do
+  step "bench$i" 75 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_reduce \
+    --min 1K --max 256M --factor 4 --extra-sizes '' --transports tb5,shm,socket4x4 \
+    --budget 512M --min-iters 5 --max-iters 50 \
+    --tb5-variant "tb5-gdr-rate80 sim=rate=80 $gdr_env" \
+    --tb5-variant "tb5-host-rate80 sim=rate=80" \
+    --proc-timeout 25 --out "$out/bench$i"
+done
+if ((dry)); then
+  echo "dry run: $(wc -l <"$out/commands.txt") steps in $out/commands.txt, none run"
+  exit 0
+fi
+
+for d in diag validation-gdr-2 validation-gdr-4 bench1 bench2 bench3; do
+  [[ -f $out/$d/summary.txt ]] && { echo "-- $d"; cat "$out/$d/summary.txt"; } >>"$log"
+done
+# NCCL's GPUDirect decisions and channel lines, per diag variant.
+grep -h "GPU Direct RDMA\|GDRDMA\|via NET" "$out"/diag/*.log 2>/dev/null | sed 's/^[^ ]* [^ ]* //' |
+  sort | uniq -c | head -60 >"$out/diag-gdr.txt" || true
+grep -h "stats " "$out"/diag/*.log 2>/dev/null | sed 's/^.*stats /stats /' >"$out/diag-stats.txt" || true
+cat "$log"
