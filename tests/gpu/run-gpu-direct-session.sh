@@ -4,15 +4,16 @@
 # Issue 35 on a machine with 4 GPUs (nvidia-h100-x4), in one call of under
 # 10 minutes: NCCL's GPUDirect path through the plugin over the simulator
 # (TB5_SIM's default engine dma=cuda: the GPUs' copy engines move GPU
-# buffers), with the settings docs/plugin.md names (NCCL_NET_GDR_LEVEL=SYS;
-# NCCL_NET_GDR_READ=1 because these runs disable P2P).
+# buffers), with the one setting docs/plugin.md names (NCCL_NET_GDR_LEVEL=SYS).
 #   1. diag: what NCCL decides for a tb5 link under its defaults and with
-#      the settings (its "GPU Direct RDMA" and channel lines);
-#   2. validate-gdr-2: run-validation.sh --gdr, mp and sp, 2 GPUs, all six
-#      collectives 1K..1G; validate-gdr-4: mp at 4 ranks, 1K..256M;
+#      the setting (its "GPU Direct RDMA" and channel lines), and the
+#      plugin's stats at 1M and 64M, rate=80;
+#   2. validate-gdr-*: run-validation.sh --gdr: 2 GPUs mp (all six
+#      collectives 1K..1G), sp (1K..64M), 3 and 4 ranks mp (1K..256M);
 #   3. bench1..3: run-benchmark.sh, 2 ranks, all_reduce 1K..256M (factor
-#      4), tb5 rate=80 with GPU buffers (GDR) and with host staging (today's
-#      path), SHM and Socket 4x4 beside them, three times.
+#      4), tb5 rate=80 with GPU buffers (NCCL's cuMem buffers, and
+#      cudaMalloc ones with NCCL_CUMEM_ENABLE=0) and with host staging
+#      (today's path), SHM and Socket 4x4 beside them, three times.
 #
 #   tests/gpu/run-gpu-direct-session.sh [--dry-run] OUTDIR [STAGE]
 #
@@ -73,30 +74,41 @@ if ((!dry)); then
     { echo "building nccl_check failed (see build.log)" | tee -a "$log"; exit 2; }
 fi
 plug=(--plugin "$stage/libnccl-net-tb5.so" --lib-dir "$stage")
-gdr_env="NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=1"
+gdr="NCCL_NET_GDR_LEVEL=SYS"
 dbg="NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH"
 
-# 1. NCCL's decision: defaults, the level alone, both settings.
-# shellcheck disable=SC2086  # the variants' words are split on purpose
-step diag 45 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_reduce \
-  --min 1M --max 1M --extra-sizes '' --transports tb5 --budget 16M --min-iters 5 --max-iters 5 \
-  --tb5-variant "tb5-default $dbg" \
-  --tb5-variant "tb5-level-sys NCCL_NET_GDR_LEVEL=SYS $dbg" \
-  --tb5-variant "tb5-gdr $gdr_env $dbg TB5_NCCL_STATS=1" \
+# 1. NCCL's decision under its defaults and with the one setting; where
+# the time goes with NCCL's own buffers (cuMem, which CUDA IPC cannot
+# export: through the ring) and with cudaMalloc ones (NCCL_CUMEM_ENABLE=0:
+# by reference).
+step diag 60 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_reduce \
+  --min 1M --max 64M --factor 64 --extra-sizes '' --transports tb5 --budget 256M \
+  --min-iters 5 --max-iters 5 \
+  --tb5-variant "tb5-default sim=rate=80 $dbg" \
+  --tb5-variant "tb5-gdr sim=rate=80 $gdr $dbg TB5_NCCL_STATS=1" \
+  --tb5-variant "tb5-gdr-cumem0 sim=rate=80 $gdr NCCL_CUMEM_ENABLE=0 $dbg TB5_NCCL_STATS=1" \
+  --tb5-variant "tb5-host sim=rate=80 $dbg TB5_NCCL_STATS=1" \
   --proc-timeout 20 --out "$out/diag"
 
-# 2. Correctness with GPU buffers, 2 GPUs (mp, sp) and 4.
-step validate-gdr-2 95 tests/gpu/run-validation.sh "${plug[@]}" --gdr --proc-timeout 40 \
-  --out "$out/validation-gdr-2"
-CUDA_VISIBLE_DEVICES=0,1,2,3 step validate-gdr-4 90 tests/gpu/run-validation.sh "${plug[@]}" \
-  --gdr --modes mp --nranks 4 --max 256M --proc-timeout 75 --out "$out/validation-gdr-4"
+# 2. Correctness with GPU buffers: 2 GPUs (mp; sp, one process driving
+# both, apart so that a hang there costs its own step), 3 and 4.
+step validate-gdr-2 60 tests/gpu/run-validation.sh "${plug[@]}" --gdr --modes mp \
+  --proc-timeout 45 --out "$out/validation-gdr-2"
+step validate-gdr-sp 60 tests/gpu/run-validation.sh "${plug[@]}" --gdr --modes sp --max 64M \
+  --timeout 20 --proc-timeout 45 --out "$out/validation-gdr-sp"
+CUDA_VISIBLE_DEVICES=0,1,2 step validate-gdr-3 60 tests/gpu/run-validation.sh "${plug[@]}" \
+  --gdr --modes mp --nranks 3 --max 256M --proc-timeout 45 --out "$out/validation-gdr-3"
+CUDA_VISIBLE_DEVICES=0,1,2,3 step validate-gdr-4 60 tests/gpu/run-validation.sh "${plug[@]}" \
+  --gdr --modes mp --nranks 4 --max 256M --proc-timeout 45 --out "$out/validation-gdr-4"
 
-# 3. The series, three times.
+# 3. The series, three times: GPU buffers (NCCL's cuMem ones, and
+# cudaMalloc ones), host staging (today's path), SHM, Socket 4x4.
 for i in 1 2 3; do
-  step "bench$i" 75 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_reduce \
+  step "bench$i" 90 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_reduce \
     --min 1K --max 256M --factor 4 --extra-sizes '' --transports tb5,shm,socket4x4 \
     --budget 512M --min-iters 5 --max-iters 50 \
-    --tb5-variant "tb5-gdr-rate80 sim=rate=80 $gdr_env" \
+    --tb5-variant "tb5-gdr-rate80 sim=rate=80 $gdr" \
+    --tb5-variant "tb5-gdr-cumem0-rate80 sim=rate=80 $gdr NCCL_CUMEM_ENABLE=0" \
     --tb5-variant "tb5-host-rate80 sim=rate=80" \
     --proc-timeout 25 --out "$out/bench$i"
 done
@@ -105,11 +117,15 @@ if ((dry)); then
   exit 0
 fi
 
-for d in diag validation-gdr-2 validation-gdr-4 bench1 bench2 bench3; do
+for d in diag validation-gdr-2 validation-gdr-sp validation-gdr-3 validation-gdr-4 bench1 bench2 bench3; do
   [[ -f $out/$d/summary.txt ]] && { echo "-- $d"; cat "$out/$d/summary.txt"; } >>"$log"
 done
 # NCCL's GPUDirect decisions and channel lines, per diag variant.
 grep -h "GPU Direct RDMA\|GDRDMA\|via NET" "$out"/diag/*.log 2>/dev/null | sed 's/^[^ ]* [^ ]* //' |
   sort | uniq -c | head -60 >"$out/diag-gdr.txt" || true
 grep -h "stats " "$out"/diag/*.log 2>/dev/null | sed 's/^.*stats /stats /' >"$out/diag-stats.txt" || true
+# Everything else in one archive (the device call brings back few files).
+(cd "$out" && tar czf logs.tgz --exclude=logs.tgz --exclude=session.txt . &&
+  find . -mindepth 1 -maxdepth 1 ! -name logs.tgz ! -name session.txt ! -name 'diag-*.txt' \
+    -exec rm -rf {} +)
 cat "$log"

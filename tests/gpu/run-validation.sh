@@ -41,10 +41,8 @@ usage: ${0##*/} [options]
   --sim-keys KEYS    more TB5_SIM keys for both modes, e.g. ring=4096
   --env VAR=VALUE    more environment for every run (repeatable)
   --gdr              GPUDirect over tb5: NCCL_NET_GDR_LEVEL=SYS (the simulated
-                     links have no PCI path: docs/plugin.md) and
-                     NCCL_NET_GDR_READ=1 (NCCL_P2P_DISABLE=1 hides NVLink from
-                     NCCL's send-side rule), and every channel line must say
-                     GDRDMA
+                     links have no PCI path: docs/plugin.md), and every
+                     channel line must say GDRDMA
   --dry-run          print (and record in commands.txt) the commands, run none
 EOF
 }
@@ -79,7 +77,7 @@ while (($#)); do
   shift
 done
 check_nranks "$nranks"
-((gdr)) && extra_env+=(NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=1)
+((gdr)) && extra_env+=(NCCL_NET_GDR_LEVEL=SYS)
 
 if [[ -z $out ]]; then
   if [[ -n ${OUT:-} ]]; then out=$OUT/tb5-validation; else out=/tmp/tb5-validation-$(date +%Y%m%d-%H%M%S); fi

@@ -95,14 +95,14 @@ count "$tmp/vu/commands.txt" 'TB5_SIM=tb5gpu-[^ ]*:hosts=4,loop=0,uncabled=0-3 '
 
 # --gdr: GPUDirect over tb5, with the settings docs/plugin.md names.
 expect 0 'dry run' "$val" "${dry[@]}" --gdr --out "$tmp/vg"
-count "$tmp/vg/commands.txt" 'NCCL_NET=TB5 .*NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=1 ' 3
+count "$tmp/vg/commands.txt" 'NCCL_NET=TB5 .*NCCL_NET_GDR_LEVEL=SYS ' 3
 count "$tmp/v2/commands.txt" 'NCCL_NET_GDR' 0
 
 # The GPU-direct session, dry: every step it would run, none run.
-expect 0 'dry run: 6 steps' "$dir/run-gpu-direct-session.sh" --dry-run "$tmp/gs" "$tmp/nostage"
+expect 0 'dry run: 8 steps' "$dir/run-gpu-direct-session.sh" --dry-run "$tmp/gs" "$tmp/nostage"
 c=$tmp/gs/commands.txt
-count "$c" 'run-validation.sh .*--gdr' 2
-count "$c" 'run-benchmark.sh .*tb5-gdr-rate80 sim=rate=80 NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=1' 3
+count "$c" 'run-validation.sh .*--gdr' 4
+count "$c" 'run-benchmark.sh .*tb5-gdr-rate80 sim=rate=80 NCCL_NET_GDR_LEVEL=SYS --' 3
 count "$c" 'run-benchmark.sh .*--transports tb5,shm,socket4x4 ' 3
 
 # Benchmark at four ranks: tb5 beside SHM, Socket and Socket 4x4, the three
