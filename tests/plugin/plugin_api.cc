@@ -160,10 +160,20 @@ public:
 	ncclResult_t Accept(void *lc, void **rc) override { return t_->accept(lc, rc, &devh_); }
 	ncclResult_t RegMr(void *comm, void *data, size_t size, void **mh) override
 	{
+		return RegMrType(comm, data, size, NCCL_PTR_HOST, mh);
+	}
+	ncclResult_t RegMrType(void *comm, void *data, size_t size, int type,
+			       void **mh) override
+	{
 		if constexpr (V == 7)
-			return t_->regMr(comm, data, (int)size, NCCL_PTR_HOST, mh);
+			return t_->regMr(comm, data, (int)size, type, mh);
 		else
-			return t_->regMr(comm, data, size, NCCL_PTR_HOST, mh);
+			return t_->regMr(comm, data, size, type, mh);
+	}
+	ncclResult_t RegMrDmaBuf(void *comm, void *data, size_t size, int type, uint64_t offset,
+				 int fd, void **mh) override
+	{
+		return t_->regMrDmaBuf(comm, data, size, type, offset, fd, mh);
 	}
 	ncclResult_t DeregMr(void *comm, void *mh) override { return t_->deregMr(comm, mh); }
 	ncclResult_t Isend(void *sc, void *data, size_t size, int tag, void *mh,

@@ -47,6 +47,12 @@ public:
 	virtual ncclResult_t Connect(void *ctx, int dev, void *handle, void **sc) = 0;
 	virtual ncclResult_t Accept(void *lc, void **rc) = 0;
 	virtual ncclResult_t RegMr(void *comm, void *data, size_t size, void **mh) = 0;
+	// regMr with a memory type (NCCL_PTR_HOST, NCCL_PTR_CUDA), and
+	// regMrDmaBuf, as NCCL calls them for GPU buffers.
+	virtual ncclResult_t RegMrType(void *comm, void *data, size_t size, int type,
+				       void **mh) = 0;
+	virtual ncclResult_t RegMrDmaBuf(void *comm, void *data, size_t size, int type,
+					 uint64_t offset, int fd, void **mh) = 0;
 	virtual ncclResult_t DeregMr(void *comm, void *mh) = 0;
 	virtual ncclResult_t Isend(void *sc, void *data, size_t size, int tag, void *mh,
 				   void **req) = 0;

@@ -48,6 +48,7 @@
 #include "nccl_topo_model.hpp"
 #include "oob_channel.hpp"
 #include "plugin_api.hpp"
+#include "sim/standin_mem.hpp"
 
 using namespace tb5plugintest;
 
@@ -427,6 +428,90 @@ protected:
 		}
 	}
 };
+
+// GPU memory as the simulator's stand-in engine has it (TB5_SIM dma=standin:
+// memfd-backed "device memory", the memfd playing the dma-buf), or no
+// engine at all (dma=off): the simulator's alone.
+class PluginGpu : public PluginVersion {
+protected:
+	virtual const char *Dma() const { return "standin"; }
+	void SetUp() override
+	{
+		if (KernelBackend() || RemoteRole())
+			GTEST_SKIP() << "the simulator's stand-in DMA engine";
+		UseFabric(std::string("hosts=1,loop=1,dma=") + Dma());
+		live_dir = UseLiveDir();
+		ClearLog();
+		Load();
+	}
+
+	// One message of @n bytes from @s (of @smh) on b to @r (of @rmh) on a,
+	// both requests tested until done (a send by reference completes only
+	// after the receive it feeds), then iflush as NCCL's proxy calls it.
+	void Exchange(Rank &a, Rank &b, uint8_t *s, void *smh, uint8_t *r, void *rmh, size_t n,
+		      uint32_t seed)
+	{
+		Fill(s, n, seed);
+		std::memset(r, 0xa5, n + 64);
+		size_t rsize = n + 64;
+		int tag = 7;
+		void *data = r;
+		void *rreq = Post([&](void **req) {
+			return api->Irecv(a.rc, 1, &data, &rsize, &tag, &rmh, req);
+		});
+		ASSERT_TRUE(rreq);
+		void *sreq = Post([&](void **req) { return api->Isend(b.sc, s, n, tag, smh, req); });
+		ASSERT_TRUE(sreq);
+		int sdone = 0, rdone = 0, ssize = -1, rsz = -1;
+		auto t0 = Clock::now();
+		while (!sdone || !rdone) {
+			if (!sdone) {
+				ASSERT_EQ(api->Test(sreq, &sdone, &ssize), ncclSuccess);
+			}
+			if (!rdone) {
+				ASSERT_EQ(api->Test(rreq, &rdone, &rsz), ncclSuccess);
+			}
+			ASSERT_FALSE(Expired(t0)) << n << " bytes not done" << LastLog();
+		}
+		EXPECT_EQ((size_t)rsz, n);
+		EXPECT_EQ(Check(r, n, seed), -1) << n << " bytes";
+		for (size_t i = n; i < n + 64; i++)
+			ASSERT_EQ(r[i], 0xa5) << "byte " << i << " past the message written";
+		void *freq = &freq;	// iflush: the receive's bytes are in place
+		int isz = (int)n;
+		ASSERT_EQ(api->Iflush(a.rc, r, isz, rmh, &freq), ncclSuccess);
+		EXPECT_EQ(freq, nullptr) << "the simulator has nothing to flush";
+	}
+};
+
+class PluginNoGpu : public PluginGpu {
+protected:
+	const char *Dma() const override { return "off"; }
+};
+
+// Stand-in "device memory" (sim/standin_mem.hpp), with its dma-buf.
+struct DevMem {
+	uint8_t *p = nullptr;
+	size_t len = 0;
+	int fd = -1;
+	explicit DevMem(size_t n) : len(n)
+	{
+		p = static_cast<uint8_t *>(tb5::sim::standin_alloc(n, &fd));
+	}
+	~DevMem()
+	{
+		if (p)
+			tb5::sim::standin_free(p, len, fd);
+	}
+};
+
+bool Logged(const std::string &what)
+{
+	for (auto &l : LogLines())
+		if (l.find(what) != std::string::npos)
+			return true;
+	return false;
+}
 
 std::string VersionName(const ::testing::TestParamInfo<int> &info)
 {
@@ -1721,8 +1806,117 @@ TEST_P(PluginRemote, TwoHosts)
 	EXPECT_TRUE(line->Sync("end " + TestName(), true, 600));
 }
 
+TEST_P(PluginGpu, PropertiesAdvertiseGpuMemory)
+{
+	for (int d = 0; d < ndev; d++) {
+		Props p;
+		ASSERT_EQ(api->GetProps(d, &p), ncclSuccess);
+		EXPECT_EQ(p.ptr_support, NCCL_PTR_HOST | NCCL_PTR_CUDA | NCCL_PTR_DMABUF) << p.name;
+	}
+}
+
+TEST_P(PluginGpu, GpuBuffersEveryMixEveryByteChecked)
+{
+	Rank a, b;
+	ASSERT_NO_FATAL_FAILURE(Pair(a, b));
+	const size_t len = 2u << 20;
+	DevMem sg(len), rg(len);
+	Buffer sh(len), rh(len);
+	ASSERT_TRUE(sg.p && rg.p && sh.p && rh.p);
+	void *sgm = nullptr, *rgm = nullptr, *shm = nullptr, *rhm = nullptr, *offm = nullptr;
+	// The send side as regMrDmaBuf, the receive side as regMr(NCCL_PTR_CUDA).
+	ASSERT_EQ(api->RegMrDmaBuf(b.sc, sg.p, len, NCCL_PTR_CUDA, 0, sg.fd, &sgm), ncclSuccess)
+		<< LastLog();
+	ASSERT_EQ(api->RegMrType(a.rc, rg.p, len, NCCL_PTR_CUDA, &rgm), ncclSuccess) << LastLog();
+	ASSERT_EQ(api->RegMr(b.sc, sh.p, len, &shm), ncclSuccess);
+	ASSERT_EQ(api->RegMr(a.rc, rh.p, len, &rhm), ncclSuccess);
+	ASSERT_TRUE(sgm && rgm && shm && rhm);
+	uint32_t seed = 1;
+	for (size_t n : {(size_t)0, (size_t)1, (size_t)4097, (size_t)(1 << 20) + 1}) {
+		ASSERT_NO_FATAL_FAILURE(Exchange(a, b, sg.p, sgm, rg.p, rgm, n, seed++));
+		ASSERT_NO_FATAL_FAILURE(Exchange(a, b, sh.p, shm, rg.p, rgm, n, seed++));
+		ASSERT_NO_FATAL_FAILURE(Exchange(a, b, sg.p, sgm, rh.p, rhm, n, seed++));
+	}
+	// Part of the dma-buf, at an offset: bytes from inside that part.
+	ASSERT_EQ(api->RegMrDmaBuf(b.sc, sg.p + 8192, len - 8192, NCCL_PTR_CUDA, 8192, sg.fd,
+				   &offm), ncclSuccess) << LastLog();
+	ASSERT_NO_FATAL_FAILURE(Exchange(a, b, sg.p + 8192 + 100, offm, rg.p, rgm, 70000, seed++));
+	for (auto [comm, mh] : {std::pair{b.sc, sgm}, {b.sc, offm}, {b.sc, shm}, {a.rc, rgm},
+				{a.rc, rhm}})
+		EXPECT_EQ(api->DeregMr(comm, mh), ncclSuccess);
+	ClosePair(a, b);
+}
+
+TEST_P(PluginGpu, BadGpuInputRegistersNothing)
+{
+	Rank a, b;
+	ASSERT_NO_FATAL_FAILURE(Pair(a, b));
+	DevMem g(64 << 10);
+	Buffer h(64 << 10);
+	ASSERT_TRUE(g.p && h.p);
+	int pfd[2];
+	ASSERT_EQ(pipe(pfd), 0);
+	void *mh = &mh;
+	// An fd that is not a dma-buf: the library refuses it, and says why.
+	ClearLog();
+	EXPECT_EQ(api->RegMrDmaBuf(b.sc, g.p, g.len, NCCL_PTR_CUDA, 0, pfd[0], &mh),
+		  ncclSystemError);
+	EXPECT_EQ(mh, nullptr);
+	EXPECT_TRUE(Logged("cannot register")) << LastLog();
+	close(pfd[0]);
+	close(pfd[1]);
+	// An offset past the dma-buf's end.
+	mh = &mh;
+	EXPECT_EQ(api->RegMrDmaBuf(b.sc, g.p, g.len, NCCL_PTR_CUDA, g.len, g.fd, &mh),
+		  ncclSystemError);
+	EXPECT_EQ(mh, nullptr);
+	// Host memory named as CUDA memory.
+	mh = &mh;
+	EXPECT_EQ(api->RegMrType(a.rc, h.p, h.len, NCCL_PTR_CUDA, &mh), ncclSystemError);
+	EXPECT_EQ(mh, nullptr);
+	// Misuse: no fd, a memory type NCCL does not have.
+	mh = &mh;
+	EXPECT_EQ(api->RegMrDmaBuf(b.sc, g.p, g.len, NCCL_PTR_CUDA, 0, -1, &mh), ncclInvalidUsage);
+	EXPECT_EQ(mh, nullptr);
+	mh = &mh;
+	EXPECT_EQ(api->RegMrType(a.rc, h.p, h.len, 0x40, &mh), ncclInvalidUsage);
+	EXPECT_EQ(mh, nullptr);
+	// Nothing was left behind: the same memory registers and carries bytes.
+	void *gm = nullptr, *hm = nullptr;
+	ASSERT_EQ(api->RegMrDmaBuf(b.sc, g.p, g.len, NCCL_PTR_CUDA, 0, g.fd, &gm), ncclSuccess);
+	ASSERT_EQ(api->RegMr(a.rc, h.p, h.len, &hm), ncclSuccess);
+	ASSERT_NO_FATAL_FAILURE(Exchange(a, b, g.p, gm, h.p, hm, 60000, 9));
+	EXPECT_EQ(api->DeregMr(b.sc, gm), ncclSuccess);
+	EXPECT_EQ(api->DeregMr(a.rc, hm), ncclSuccess);
+	ClosePair(a, b);
+}
+
+TEST_P(PluginNoGpu, NoEngineNoGpuMemory)
+{
+	for (int d = 0; d < ndev; d++) {
+		Props p;
+		ASSERT_EQ(api->GetProps(d, &p), ncclSuccess);
+		EXPECT_EQ(p.ptr_support, NCCL_PTR_HOST) << p.name;
+	}
+	Rank a, b;
+	ASSERT_NO_FATAL_FAILURE(Pair(a, b));
+	DevMem g(64 << 10);
+	ASSERT_TRUE(g.p);
+	void *mh = &mh;
+	EXPECT_EQ(api->RegMrType(a.rc, g.p, g.len, NCCL_PTR_CUDA, &mh), ncclInvalidUsage);
+	EXPECT_EQ(mh, nullptr);
+	mh = &mh;
+	EXPECT_EQ(api->RegMrDmaBuf(b.sc, g.p, g.len, NCCL_PTR_CUDA, 0, g.fd, &mh),
+		  ncclInvalidUsage);
+	EXPECT_EQ(mh, nullptr);
+	EXPECT_TRUE(Logged("ptrSupport has no")) << LastLog();
+	ClosePair(a, b);
+}
+
 INSTANTIATE_TEST_SUITE_P(Abi, PluginVersion, ::testing::Range(7, 13), VersionName);
 INSTANTIATE_TEST_SUITE_P(Abi, PluginProcesses, ::testing::Range(7, 13), VersionName);
 INSTANTIATE_TEST_SUITE_P(Abi, PluginMesh, ::testing::Range(7, 13), VersionName);
 INSTANTIATE_TEST_SUITE_P(Abi, PluginNccl, ::testing::Range(7, 13), VersionName);
 INSTANTIATE_TEST_SUITE_P(Abi, PluginRemote, ::testing::Range(7, 13), VersionName);
+INSTANTIATE_TEST_SUITE_P(Abi, PluginGpu, ::testing::Range(7, 13), VersionName);
+INSTANTIATE_TEST_SUITE_P(Abi, PluginNoGpu, ::testing::Range(7, 13), VersionName);
