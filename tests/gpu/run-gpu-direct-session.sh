@@ -124,8 +124,15 @@ done
 grep -h "GPU Direct RDMA\|GDRDMA\|via NET" "$out"/diag/*.log 2>/dev/null | sed 's/^[^ ]* [^ ]* //' |
   sort | uniq -c | head -60 >"$out/diag-gdr.txt" || true
 grep -h "stats " "$out"/diag/*.log 2>/dev/null | sed 's/^.*stats /stats /' >"$out/diag-stats.txt" || true
-# Everything else in one archive (the device call brings back few files).
-(cd "$out" && tar czf logs.tgz --exclude=logs.tgz --exclude=session.txt . &&
-  find . -mindepth 1 -maxdepth 1 ! -name logs.tgz ! -name session.txt ! -name 'diag-*.txt' \
+# Everything else in one archive (the device call brings back few files),
+# written beside OUTDIR first: tar reads a directory that does not change.
+tgz=$(mktemp "${out%/}.XXXXXX.tgz")
+if tar czf "$tgz" -C "$out" --exclude=./session.txt .; then
+  (cd "$out" && find . -mindepth 1 -maxdepth 1 ! -name session.txt ! -name 'diag-*.txt' \
     -exec rm -rf {} +)
+  mv "$tgz" "$out/logs.tgz"
+else
+  echo "packing the logs failed; they stay in $out" | tee -a "$log"
+  rm -f "$tgz"
+fi
 cat "$log"
