@@ -285,7 +285,9 @@ protected:
 
 	void SetUp() override
 	{
-		UseFabric("hosts=1,loop=1");
+		// Host memory only, with or without CUDA on the machine
+		// (PluginGpu below has the stand-in engine).
+		UseFabric("hosts=1,loop=1,dma=off");
 		live_dir = UseLiveDir();
 		ClearLog();
 		if (RemoteRole()) {
