@@ -337,4 +337,16 @@ long long check_pattern(const uint8_t *p, size_t len, uint32_t seed)
 	return -1;
 }
 
+void echo_once(Dev &d, tb5_endpoint *e, tb5_mr *smr, uint64_t soff, uint64_t len,
+	       tb5_mr *rmr, uint64_t roff, uint64_t rlen)
+{
+	ASSERT_EQ(tb5_recv(e, rmr, roff, rlen, 2, 1), 0);
+	ASSERT_EQ(tb5_send(e, smr, soff, len, 1, 2), 0);
+	auto got = await(d, [](const tb5_wc &w) { return w.kind == TB5_WC_RECV; }, {}, 60);
+	ASSERT_TRUE(got);
+	ASSERT_EQ(got->status, 0);
+	ASSERT_EQ(got->bytes, len);
+	ASSERT_TRUE(await(d, [](const tb5_wc &w) { return w.kind == TB5_WC_SEND; }));
+}
+
 } // namespace tb5libtest

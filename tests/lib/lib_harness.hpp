@@ -65,6 +65,14 @@ std::optional<tb5_wc> await(Dev &d, const std::function<bool(const tb5_wc &)> &p
 			    std::initializer_list<Dev *> also = {},
 			    double timeout_s = 10);
 
+// One message to an echo peer on @e and its echo back: posts the receive
+// [@roff, +@rlen) of @rmr (tag 2), sends [@soff, +@len) of @smr (tag 1),
+// then waits for the echo's receive (status 0, @len bytes) and for the
+// send. A fatal test failure if not; the caller checks the bytes (wrap the
+// call in ASSERT_NO_FATAL_FAILURE).
+void echo_once(Dev &d, tb5_endpoint *e, tb5_mr *smr, uint64_t soff, uint64_t len,
+	       tb5_mr *rmr, uint64_t roff, uint64_t rlen);
+
 struct Conn {
 	tb5_endpoint *listener = nullptr;
 	tb5_endpoint *server = nullptr;	// on the listener's device

@@ -506,15 +506,9 @@ TEST(SimGpuTwoHosts, EchoesBetweenGpuMemoryOfTwoProcesses)
 		for (size_t len : { size_t(1), size_t(4097), size_t(3 << 20) + 5 }) {
 			SCOPED_TRACE(std::string(leg.what) + ", " + std::to_string(len));
 			fill_pattern(leg.sp + 64, len, seed);
-			ASSERT_EQ(tb5_recv(e, leg.to, 32, len + 4096, 2, 1), 0);
-			ASSERT_EQ(tb5_send(e, leg.from, 64, len, 1, 2), 0);
-			auto got = await(d, [](const tb5_wc &w) { return w.kind == TB5_WC_RECV; },
-					 {}, 60);
-			ASSERT_TRUE(got);
-			ASSERT_EQ(got->status, 0);
-			ASSERT_EQ(got->bytes, len);
+			ASSERT_NO_FATAL_FAILURE(
+				echo_once(d, e, leg.from, 64, len, leg.to, 32, len + 4096));
 			ASSERT_EQ(check_pattern(leg.rp + 32, len, seed), -1);
-			ASSERT_TRUE(await(d, [](const tb5_wc &w) { return w.kind == TB5_WC_SEND; }));
 			seed++;
 		}
 	}
@@ -583,15 +577,8 @@ TEST(SimGpuTwoHosts, APeerWithoutAnEngineTakesGpuFramesThroughTheRing)
 	for (size_t len : { size_t(1), size_t(4097), size_t(3 << 20) + 5 }) {
 		SCOPED_TRACE(len);
 		fill_pattern(s.p, len, uint32_t(len));
-		ASSERT_EQ(tb5_recv(e, rmr, 0, r.len, 2, 1), 0);
-		ASSERT_EQ(tb5_send(e, smr, 0, len, 1, 2), 0);
-		auto got = await(d, [](const tb5_wc &w) { return w.kind == TB5_WC_RECV; },
-				 {}, 60);
-		ASSERT_TRUE(got);
-		ASSERT_EQ(got->status, 0);
-		ASSERT_EQ(got->bytes, len);
+		ASSERT_NO_FATAL_FAILURE(echo_once(d, e, smr, 0, len, rmr, 0, r.len));
 		ASSERT_EQ(check_pattern(r.p, len, uint32_t(len)), -1);
-		ASSERT_TRUE(await(d, [](const tb5_wc &w) { return w.kind == TB5_WC_SEND; }));
 	}
 	ASSERT_EQ(tb5_endpoint_close(e), 0);
 	int st = 0;
