@@ -45,9 +45,11 @@ struct DevBuf {
 	size_t len = 0;
 	int fd = -1;
 
-	explicit DevBuf(size_t n) : len(n)
+	// @priv: memory the engine never exports (as a cuMem allocation
+	// made without a POSIX fd handle type).
+	explicit DevBuf(size_t n, bool priv = false) : len(n)
 	{
-		p = static_cast<uint8_t *>(standin_alloc(n, &fd));
+		p = static_cast<uint8_t *>(standin_alloc(n, &fd, priv));
 		EXPECT_NE(p, nullptr) << strerror(errno);
 	}
 	~DevBuf()
@@ -89,6 +91,28 @@ size_t standin_maps()
 	while (std::getline(maps, line))
 		n += line.find(tb5::sim::kStandinMemName) != std::string::npos;
 	return n;
+}
+
+// What the process writes to stderr while @fn runs.
+std::string stderr_of(const std::function<void()> &fn)
+{
+	int cap = memfd_create("stderr", MFD_CLOEXEC);
+	int saved = dup(2);
+	std::string out;
+	char buf[4096];
+	ssize_t n;
+
+	fflush(stderr);
+	dup2(cap, 2);
+	fn();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	lseek(cap, 0, SEEK_SET);
+	while ((n = read(cap, buf, sizeof(buf))) > 0)
+		out.append(buf, size_t(n));
+	close(cap);
+	return out;
 }
 
 // Runs @fn in a child that is a new host of its own fabric with @opts;
@@ -345,6 +369,61 @@ TEST_F(SimGpu, CarriesEveryMixOfHostAndGpuEnds)
 	}
 }
 
+// Memory the engine cannot export registers, says on stderr why its
+// frames go through host memory, and carries them there; memory it can
+// export says nothing. (A child: a process says so its first few times.)
+TEST_F(SimGpu, MemoryThatCannotBeExportedSaysWhyAndTakesTheRing)
+{
+	EXPECT_EQ(in_child("hosts=1,loop=1,dma=standin", [] {
+		constexpr size_t kLen = 2 << 20;
+		std::string na, nb;
+		Dev x, y;
+		Conn c;
+		DevBuf priv(kLen, true), rg(kLen);
+		tb5_mr *smr = nullptr, *rmr = nullptr;
+		int ret = 0;
+
+		if (!find_loop_pair(na, nb) || x.open(na) || y.open(nb))
+			return 10;
+		const size_t before = count_fds();
+		std::string said = stderr_of([&] {
+			ret = tb5_reg_gpu(x.dev, priv.p, kLen, priv.fd, 0, &smr);
+		});
+
+		fprintf(stderr, "private: %d, said: %s", ret, said.c_str());
+		if (ret || !smr)
+			return 11;
+		if (said.find("is not exported, its frames go through host memory") ==
+			    std::string::npos ||
+		    said.find("private") == std::string::npos)
+			return 12;
+		if (count_fds() != before)
+			return 13;	// nothing exported, no fd kept
+		said = stderr_of([&] { ret = tb5_reg_gpu(y.dev, rg.p, kLen, -1, 0, &rmr); });
+		if (ret || !said.empty())
+			return 14;
+		if (!connect_pair(y, x, 0x280, c))
+			return 15;
+		fill_pattern(priv.p + 5, kLen - 4096, 28);
+		if (tb5_recv(c.server, rmr, 3, kLen - 3, 1, 1) ||
+		    tb5_send(c.client, smr, 5, kLen - 4096, 1, 2))
+			return 16;
+		auto r = await(y, [](const tb5_wc &w) { return w.kind == TB5_WC_RECV; },
+			       { &x }, 30);
+		auto s = await(x, [](const tb5_wc &w) { return w.kind == TB5_WC_SEND; },
+			       { &y }, 30);
+		if (!r || !s || r->status || s->status || r->bytes != kLen - 4096)
+			return 17;
+		if (check_pattern(rg.p + 3, kLen - 4096, 28) != -1)
+			return 18;
+		tb5_endpoint_close(c.client);
+		tb5_endpoint_close(c.server);
+		tb5_endpoint_close(c.listener);
+		return tb5_dereg(smr) || tb5_dereg(rmr) ? 19 : 0;
+	}),
+		  0);
+}
+
 TEST_F(SimGpu, ARegionInUseIsNotDeregisteredAndLeavesNothingOnceDone)
 {
 	DevBuf sg(1 << 20), rg(1 << 20);
@@ -473,14 +552,17 @@ TEST(SimGpuTwoHosts, EchoesBetweenGpuMemoryOfTwoProcesses)
 	std::string link = wait_peer_link(20);
 	ASSERT_FALSE(link.empty());
 	Dev d(link);
-	DevBuf s(8 << 20), r(8 << 20), ring(8 << 20);
+	DevBuf s(8 << 20), r(8 << 20), ring(8 << 20), priv(8 << 20, true);
 	std::vector<uint8_t> h(8 << 20);
-	tb5_mr *smr = nullptr, *rmr = nullptr, *hmr = nullptr, *ringmr = nullptr;
+	tb5_mr *smr = nullptr, *rmr = nullptr, *hmr = nullptr, *ringmr = nullptr,
+	       *privmr = nullptr;
 
 	ring.unexportable();
 	ASSERT_EQ(tb5_reg_gpu(d.dev, s.p, s.len, s.fd, 0, &smr), 0) << tb5_last_error();
 	ASSERT_EQ(tb5_reg_gpu(d.dev, r.p, r.len, -1, 0, &rmr), 0) << tb5_last_error();
 	ASSERT_EQ(tb5_reg_gpu(d.dev, ring.p, ring.len, -1, 0, &ringmr), 0)
+		<< tb5_last_error();
+	ASSERT_EQ(tb5_reg_gpu(d.dev, priv.p, priv.len, priv.fd, 0, &privmr), 0)
 		<< tb5_last_error();
 	ASSERT_EQ(tb5_reg_host(d.dev, h.data(), h.size(), &hmr), 0);
 	const size_t own = standin_maps();
@@ -499,6 +581,7 @@ TEST(SimGpuTwoHosts, EchoesBetweenGpuMemoryOfTwoProcesses)
 		{ hmr, h.data(), rmr, r.p, "host to gpu to gpu" },
 		{ smr, s.p, hmr, h.data(), "gpu to gpu to host" },
 		{ ringmr, ring.p, rmr, r.p, "gpu through the ring to gpu to gpu" },
+		{ privmr, priv.p, rmr, r.p, "private gpu through the ring to gpu to gpu" },
 	};
 	uint32_t seed = 70;
 
@@ -521,6 +604,7 @@ TEST(SimGpuTwoHosts, EchoesBetweenGpuMemoryOfTwoProcesses)
 	EXPECT_EQ(tb5_dereg(smr), 0);
 	EXPECT_EQ(tb5_dereg(rmr), 0);
 	EXPECT_EQ(tb5_dereg(ringmr), 0);
+	EXPECT_EQ(tb5_dereg(privmr), 0);
 	EXPECT_EQ(tb5_dereg(hmr), 0);
 	int st = 0;
 

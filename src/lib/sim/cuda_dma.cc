@@ -23,7 +23,9 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <string>
 
 #include "error.hpp"
 #include "sim/dma_engine.hpp"
@@ -37,10 +39,30 @@ using CUdevice = int;
 using CUdeviceptr = unsigned long long;
 using CUcontext = struct CUctx_st *;
 using CUstream = struct CUstream_st *;
+using CUmemGenericAllocationHandle = unsigned long long;
 struct CUipcMemHandle {
 	char reserved[64];
 };
-static_assert(sizeof(CUipcMemHandle) == sizeof(IpcHandle));
+struct CUmemLocation {
+	int type;
+	int id;
+};
+struct CUmemAllocationProp {
+	int type;
+	int requestedHandleTypes;
+	CUmemLocation location;
+	void *win32HandleMetaData;
+	struct {
+		unsigned char compressionType;
+		unsigned char gpuDirectRDMACapable;
+		unsigned short usage;
+		unsigned char reserved[4];
+	} allocFlags;
+};
+struct CUmemAccessDesc {
+	CUmemLocation location;
+	int flags;
+};
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
@@ -51,6 +73,22 @@ constexpr unsigned CU_MEMORYTYPE_DEVICE = 2;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 constexpr unsigned CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1;
 constexpr unsigned CU_MEMHOSTREGISTER_PORTABLE = 1;
+constexpr int CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1;
+constexpr int CU_MEM_LOCATION_TYPE_DEVICE = 1;
+constexpr int CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3;
+
+// An export (IpcHandle's bytes): CUDA IPC's handle, or a cuMem
+// allocation's shareable handle, an fd of the exporter's.
+struct CudaHandle {
+	uint32_t kind;			// kIpc, kShareable
+	int32_t pid;			// kShareable: the exporter, its fd
+	int32_t fd;
+	uint32_t pad;
+	uint64_t size;			// kShareable: the allocation's bytes
+	CUipcMemHandle ipc;		// kIpc
+};
+constexpr uint32_t kIpc = 1, kShareable = 2;
+static_assert(sizeof(CudaHandle) <= sizeof(IpcHandle));
 
 struct CudaApi {
 	CUresult (*cuInit)(unsigned);
@@ -69,6 +107,23 @@ struct CudaApi {
 	CUresult (*cuIpcCloseMemHandle)(CUdeviceptr);
 	CUresult (*cuMemHostRegister)(void *, size_t, unsigned);
 	CUresult (*cuMemHostUnregister)(void *);
+	// cuMem (VMM) exports: optional (CUDA 10.2 and later).
+	CUresult (*cuMemGetAddressRange)(CUdeviceptr *, size_t *, CUdeviceptr);
+	CUresult (*cuMemRetainAllocationHandle)(CUmemGenericAllocationHandle *, void *);
+	CUresult (*cuMemGetAllocationPropertiesFromHandle)(CUmemAllocationProp *,
+							   CUmemGenericAllocationHandle);
+	CUresult (*cuMemExportToShareableHandle)(void *, CUmemGenericAllocationHandle,
+						 int, unsigned long long);
+	CUresult (*cuMemImportFromShareableHandle)(CUmemGenericAllocationHandle *,
+						   void *, int);
+	CUresult (*cuMemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr,
+					unsigned long long);
+	CUresult (*cuMemAddressFree)(CUdeviceptr, size_t);
+	CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+			     unsigned long long);
+	CUresult (*cuMemUnmap)(CUdeviceptr, size_t);
+	CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+	CUresult (*cuMemRelease)(CUmemGenericAllocationHandle);
 };
 
 // Entry points by their current (_v2) names where the API has them.
@@ -89,6 +144,20 @@ struct CudaApi {
 	X(cuIpcCloseMemHandle, "cuIpcCloseMemHandle")                        \
 	X(cuMemHostRegister, "cuMemHostRegister_v2")                         \
 	X(cuMemHostUnregister, "cuMemHostUnregister")
+
+#define TB5_CUDA_VMM_SYMS(X)                                                 \
+	X(cuMemGetAddressRange, "cuMemGetAddressRange_v2")                   \
+	X(cuMemRetainAllocationHandle, "cuMemRetainAllocationHandle")        \
+	X(cuMemGetAllocationPropertiesFromHandle,                            \
+	  "cuMemGetAllocationPropertiesFromHandle")                          \
+	X(cuMemExportToShareableHandle, "cuMemExportToShareableHandle")      \
+	X(cuMemImportFromShareableHandle, "cuMemImportFromShareableHandle")  \
+	X(cuMemAddressReserve, "cuMemAddressReserve")                        \
+	X(cuMemAddressFree, "cuMemAddressFree")                              \
+	X(cuMemMap, "cuMemMap")                                              \
+	X(cuMemUnmap, "cuMemUnmap")                                          \
+	X(cuMemSetAccess, "cuMemSetAccess")                                  \
+	X(cuMemRelease, "cuMemRelease")
 
 class CudaDma final : public DmaEngine {
 public:
@@ -120,6 +189,13 @@ public:
 	}
 		TB5_CUDA_SYMS(TB5_CUDA_LOAD)
 #undef TB5_CUDA_LOAD
+		// Without them cuMem allocations go through host memory.
+#define TB5_CUDA_LOAD_VMM(field, sym)                                        \
+	api_.field = reinterpret_cast<decltype(api_.field)>(dlsym(lib, sym));  \
+	if (!api_.field && vmm_why_.empty())                                 \
+		vmm_why_ = "libcuda.so.1 has no " sym;
+		TB5_CUDA_VMM_SYMS(TB5_CUDA_LOAD_VMM)
+#undef TB5_CUDA_LOAD_VMM
 		if ((r = api_.cuInit(0)) != CUDA_SUCCESS) {
 			why = std::string("cuInit failed: ") + str(r);
 			return -EOPNOTSUPP;
@@ -182,23 +258,44 @@ public:
 
 	int export_span(const DevSpan &span, IpcHandle &out) override
 	{
-		CUipcMemHandle h;
+		CudaHandle h = {};
+		CUmemGenericAllocationHandle mh;
 		CUresult r;
+		int ret;
 
 		set_current();
-		r = api_.cuIpcGetMemHandle(&h, CUdeviceptr(uintptr_t(span.base)));
-		if (r != CUDA_SUCCESS)
-			return fail(-EOPNOTSUPP, "cuIpcGetMemHandle(%p): %s",
-				    (void *)span.base, str(r));
+		if (vmm_why_.empty() &&
+		    api_.cuMemRetainAllocationHandle(&mh, span.base) == CUDA_SUCCESS) {
+			ret = export_shareable(span, mh, h);
+			api_.cuMemRelease(mh);
+			if (ret)
+				return ret;
+		} else {
+			h.kind = kIpc;
+			r = api_.cuIpcGetMemHandle(&h.ipc, CUdeviceptr(uintptr_t(span.base)));
+			if (r != CUDA_SUCCESS)
+				return fail(-EOPNOTSUPP, "cuIpcGetMemHandle(%p): %s%s%s",
+					    (void *)span.base, str(r),
+					    vmm_why_.empty() ? "" : "; cuMem exports: ",
+					    vmm_why_.c_str());
+		}
+		memset(out.bytes, 0, sizeof(out.bytes));
 		memcpy(out.bytes, &h, sizeof(h));
 		return 0;
 	}
 
-	void unexport(const IpcHandle &) override {}
+	void unexport(const IpcHandle &ih) override
+	{
+		CudaHandle h;
+
+		memcpy(&h, ih.bytes, sizeof(h));
+		if (h.kind == kShareable && h.pid == getpid())
+			close(h.fd);
+	}
 
 	int import_span(const IpcHandle &ih, uint64_t, uint8_t **base) override
 	{
-		CUipcMemHandle h;
+		CudaHandle h;
 		CUdeviceptr p = 0;
 		CUresult r;
 		int ret = ensure_context(0);
@@ -206,7 +303,9 @@ public:
 		if (ret)
 			return ret;
 		memcpy(&h, ih.bytes, sizeof(h));
-		r = api_.cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+		if (h.kind == kShareable)
+			return import_shareable(h, base);
+		r = api_.cuIpcOpenMemHandle(&p, h.ipc, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
 		if (r != CUDA_SUCCESS)
 			return fail(-EIO, "cuIpcOpenMemHandle: %s", str(r));
 		*base = reinterpret_cast<uint8_t *>(uintptr_t(p));
@@ -215,8 +314,22 @@ public:
 
 	void close_import(uint8_t *base, uint64_t) override
 	{
+		const auto p = CUdeviceptr(uintptr_t(base));
+		std::unique_lock lk(imports_mu_);
+		auto it = mapped_.find(p);
+
 		set_current();
-		api_.cuIpcCloseMemHandle(CUdeviceptr(uintptr_t(base)));
+		if (it == mapped_.end()) {
+			lk.unlock();
+			api_.cuIpcCloseMemHandle(p);
+			return;
+		}
+		const size_t size = it->second;
+
+		mapped_.erase(it);
+		lk.unlock();
+		api_.cuMemUnmap(p, size);
+		api_.cuMemAddressFree(p, size);
 	}
 
 	void pin(void *addr, size_t len) override
@@ -254,6 +367,98 @@ public:
 	}
 
 private:
+	// @mh (retained by the caller) as a POSIX fd into @h, or
+	// -EOPNOTSUPP saying why its frames go through host memory.
+	int export_shareable(const DevSpan &span, CUmemGenericAllocationHandle mh,
+			     CudaHandle &h)
+	{
+		// Room for fields a later driver may add.
+		union {
+			CUmemAllocationProp prop;
+			unsigned char room[256];
+		} u = {};
+		CUdeviceptr start = 0;
+		size_t size = 0;
+		int fd = -1;
+		CUresult r;
+
+		if ((r = api_.cuMemGetAllocationPropertiesFromHandle(&u.prop, mh)))
+			return fail(-EOPNOTSUPP, "cuMemGetAllocationPropertiesFromHandle"
+				    "(%p): %s", (void *)span.base, str(r));
+		if (!(u.prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+			return fail(-EOPNOTSUPP, "the cuMem allocation at %p was made "
+				    "without CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR (its "
+				    "handle types: %#x): CUDA cannot export it",
+				    (void *)span.base, unsigned(u.prop.requestedHandleTypes));
+		if ((r = api_.cuMemGetAddressRange(&start, &size,
+						   CUdeviceptr(uintptr_t(span.base)))))
+			return fail(-EOPNOTSUPP, "cuMemGetAddressRange(%p): %s",
+				    (void *)span.base, str(r));
+		if (start != CUdeviceptr(uintptr_t(span.base)) || size != span.len)
+			return fail(-EOPNOTSUPP, "the cuMem range at %p (%zu bytes from "
+				    "%#llx) is not the allocation's (%" PRIu64 " bytes)",
+				    (void *)span.base, size, start, span.len);
+		if (!fd_export_why().empty())
+			return fail(-EOPNOTSUPP, "the cuMem allocation at %p cannot be "
+				    "exported: %s", (void *)span.base,
+				    fd_export_why().c_str());
+		if ((r = api_.cuMemExportToShareableHandle(
+			     &fd, mh, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)))
+			return fail(-EOPNOTSUPP, "cuMemExportToShareableHandle(%p): %s",
+				    (void *)span.base, str(r));
+		h.kind = kShareable;
+		h.pid = int32_t(getpid());
+		h.fd = fd;
+		h.size = span.len;
+		return 0;
+	}
+
+	// A peer's cuMem allocation mapped here, for this process's device.
+	int import_shareable(const CudaHandle &h, uint8_t **base)
+	{
+		CUmemGenericAllocationHandle mh;
+		const CUmemAccessDesc access = {
+			{ CU_MEM_LOCATION_TYPE_DEVICE, dev_ },
+			CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+		};
+		CUdeviceptr p = 0;
+		CUresult r;
+		int fd = take_fd(h.pid, h.fd);
+
+		if (fd < 0)
+			return fd;
+		r = api_.cuMemImportFromShareableHandle(
+			&mh, reinterpret_cast<void *>(uintptr_t(fd)),
+			CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+		close(fd);
+		if (r != CUDA_SUCCESS)
+			return fail(-EIO, "cuMemImportFromShareableHandle (pid %d): %s",
+				    int(h.pid), str(r));
+		r = api_.cuMemAddressReserve(&p, h.size, 0, 0, 0);
+		if (r == CUDA_SUCCESS) {
+			r = api_.cuMemMap(p, h.size, 0, mh, 0);
+			if (r != CUDA_SUCCESS)
+				api_.cuMemAddressFree(p, h.size);
+		}
+		// From here the mapping, if any, holds the allocation.
+		api_.cuMemRelease(mh);
+		if (r != CUDA_SUCCESS)
+			return fail(-EIO, "mapping a peer's cuMem allocation (%" PRIu64
+				    " bytes): %s", h.size, str(r));
+		if ((r = api_.cuMemSetAccess(p, h.size, &access, 1))) {
+			api_.cuMemUnmap(p, h.size);
+			api_.cuMemAddressFree(p, h.size);
+			return fail(-EIO, "cuMemSetAccess (device %d): %s", int(dev_),
+				    str(r));
+		}
+		{
+			std::lock_guard lk(imports_mu_);
+			mapped_[p] = size_t(h.size);
+		}
+		*base = reinterpret_cast<uint8_t *>(uintptr_t(p));
+		return 0;
+	}
+
 	const char *str(CUresult r) const
 	{
 		const char *s = nullptr;
@@ -299,6 +504,9 @@ private:
 	CUdevice dev_ = 0;
 	std::atomic<CUcontext> ctx_{ nullptr };	// set once, with stream_
 	CUstream stream_ = nullptr;
+	std::string vmm_why_;		// why cuMem exports are off ("": on)
+	std::mutex imports_mu_;
+	std::map<CUdeviceptr, size_t> mapped_;	// cuMem imports, by address
 };
 
 } // namespace

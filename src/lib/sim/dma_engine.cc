@@ -4,11 +4,26 @@
 // hands it.
 #include "sim/dma_engine.hpp"
 
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "error.hpp"
+#include "util/unique_fd.hpp"
+
+// Older C libraries' headers lack them; the numbers are every
+// architecture's (but alpha's) since Linux 5.1.
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
 
 namespace tb5::sim {
 
@@ -40,6 +55,61 @@ int fd_target(int fd, std::string &out)
 		return errno == ENOENT ? -EBADF : -errno;
 	out.assign(buf, size_t(n));
 	return 0;
+}
+
+namespace {
+
+constexpr int kCapSysPtrace = 19;	// linux/capability.h
+
+std::string check_fd_export()
+{
+	UniqueFd self(int(syscall(SYS_pidfd_open, getpid(), 0)));
+	int yama = 0;
+	unsigned long long caps = 0;
+	std::string line;
+
+	if (!self)
+		return std::string("pidfd_open: ") + strerror(errno) +
+		       " (the kernel needs to be Linux 5.6 or later)";
+	UniqueFd dup(int(syscall(SYS_pidfd_getfd, self.get(), self.get(), 0)));
+
+	if (!dup)
+		return std::string("pidfd_getfd: ") + strerror(errno) +
+		       (errno == ENOSYS ? " (the kernel needs to be Linux 5.6 or later)" :
+			errno == EPERM ? " (a seccomp filter refuses it?)" : "");
+	std::ifstream("/proc/sys/kernel/yama/ptrace_scope") >> yama;
+	std::ifstream status("/proc/self/status");
+	while (std::getline(status, line))
+		if (line.rfind("CapEff:", 0) == 0)
+			caps = strtoull(line.c_str() + 7, nullptr, 16);
+	if (yama >= 3 || (yama >= 1 && !(caps >> kCapSysPtrace & 1)))
+		return "kernel.yama.ptrace_scope is " + std::to_string(yama) +
+		       " and the process lacks CAP_SYS_PTRACE: its peers may not "
+		       "take its fds with pidfd_getfd (ptrace_scope 0 allows it)";
+	return "";
+}
+
+} // namespace
+
+const std::string &fd_export_why()
+{
+	static const std::string why = check_fd_export();
+
+	return why;
+}
+
+int take_fd(int32_t pid, int32_t fd)
+{
+	UniqueFd p(int(syscall(SYS_pidfd_open, pid, 0)));
+	int ret;
+
+	if (!p)
+		return fail(-errno, "pidfd_open(%d): %s", int(pid), strerror(errno));
+	ret = int(syscall(SYS_pidfd_getfd, p.get(), fd, 0));
+	if (ret < 0)
+		return fail(-errno, "pidfd_getfd(pid %d, fd %d): %s", int(pid), int(fd),
+			    strerror(errno));
+	return ret;
 }
 
 int DmaQueue::add(void *dst, const void *src, size_t len)

@@ -7,7 +7,8 @@
 // memory with the CPU (copy_engine.hpp) and GPU memory with the GPUs' copy
 // engines, never a CPU copy of GPU payload. An engine knows its device
 // memory (find(): which allocation holds a pointer), exports an allocation
-// to another process and maps a peer's (CUDA IPC), and copies between any
+// to another process and maps a peer's (CUDA IPC, or a cuMem allocation's
+// shareable handle passed as a file descriptor), and copies between any
 // two of host and device memory, asynchronously: copy() starts a copy,
 // sync() returns once every copy started is in place.
 //
@@ -17,8 +18,9 @@
 //            dependency), cuda_dma.cc
 //   standin  a test device without a GPU: its "device memory" is memfds it
 //            allocates (sim/standin_mem.hpp), exported to a peer as (pid,
-//            fd) and mapped there through /proc/<pid>/fd/<n>, copied with
-//            plain memcpy; standin_dma.cc. Not a performance model.
+//            fd) and mapped there after pidfd_getfd() (as the CUDA engine
+//            exports a cuMem allocation), copied with plain memcpy;
+//            standin_dma.cc. Not a performance model.
 // Everything above them (regions, by-reference frames, completion rules,
 // the link model) is the same code for both (gpu_region.cc,
 // sim_link_gpu.cc), so that CI runs all of it through the stand-in.
@@ -48,12 +50,14 @@ struct DevSpan {
 	int device = 0;			// CUDA ordinal (stand-in: 0)
 	uint64_t file_ino = 0;		// stand-in: its memfd's inode
 	uint64_t file_off = 0;		// stand-in: base's offset in the memfd
+	bool priv = false;		// stand-in: private memory (not exportable)
 };
 
-// An allocation exported for other processes: the engine's handle
-// (CUipcMemHandle, 64 bytes; stand-in: pid, fd and file offset).
+// An allocation exported for other processes: the engine's handle (CUDA:
+// a CUipcMemHandle, or the exporter's pid and the fd of a cuMem
+// allocation's shareable handle; stand-in: pid, fd and file offset).
 struct IpcHandle {
-	uint8_t bytes[64];
+	uint8_t bytes[96];
 };
 
 class DmaEngine {
@@ -73,9 +77,11 @@ public:
 	virtual int check_dmabuf_maps(int fd, uint64_t offset, const void *addr,
 				      const DevSpan &span) = 0;
 
-	// Exports @span; -EOPNOTSUPP when it cannot be (a CUDA VMM
-	// allocation; stand-in memory whose fd is closed): its frames then
-	// go through host memory, two DMAs.
+	// Exports @span; -EOPNOTSUPP with the reason when it cannot be (a
+	// cuMem allocation made without a POSIX fd handle type, peers that
+	// may not take this process's fds; stand-in memory whose memfd is
+	// closed or private): its frames then go through host memory, two
+	// DMAs.
 	virtual int export_span(const DevSpan &span, IpcHandle &out) = 0;
 	virtual void unexport(const IpcHandle &h) = 0;
 	// Maps a peer's export of @len bytes; *@base its address here.
@@ -101,6 +107,19 @@ std::unique_ptr<DmaEngine> make_standin_dma(std::string &why);
 
 // Where /proc/self/fd/@fd points ("" and -errno when it is not open).
 int fd_target(int fd, std::string &out);
+
+// Exports by file descriptor (a cuMem allocation's shareable handle, the
+// stand-in's memfd): the exporter keeps the fd open and publishes (pid,
+// fd); the importer takes a duplicate with pidfd_getfd() (Linux 5.6 or
+// later, the same user and ptrace-permitted: PTRACE_MODE_ATTACH).
+//
+// "" when this process's peers can take its fds, else why not (checked
+// once per process: pidfd_getfd on its own pidfd, kernel.yama.ptrace_scope
+// and CAP_SYS_PTRACE).
+const std::string &fd_export_why();
+// A duplicate (close-on-exec) of process @pid's descriptor @fd, or
+// -errno with a message.
+int take_fd(int32_t pid, int32_t fd);
 
 // Copies a link hands an engine: adjacent ones (both ends continuing) are
 // merged, a merged copy is started when the next one does not continue it,

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "error.hpp"
+#include "tb5/tb5.h"
 #include "util/unique_fd.hpp"
 
 namespace tb5::sim {
@@ -113,9 +114,30 @@ int GpuMem::reg(void *addr, uint64_t len, int fd, uint64_t offset, GpuRegion &ou
 	out.span = span;
 	std::lock_guard lk(mu_);
 	// Not exported (no table, a full one, an allocation the engine
-	// cannot export): its frames go through host memory.
-	export_locked(out);
+	// cannot export): its frames go through host memory, and stderr
+	// says why.
+	ret = export_locked(out);
+	if (ret) {
+		char what[128];
+
+		snprintf(what, sizeof(what), "GPU memory at %p is not exported, its "
+			 "frames go through host memory (two DMAs): ", addr);
+		note_locked(what + (ret == -ENOSPC ? std::string("no export table, or no "
+								  "room in it") :
+						      std::string(tb5_last_error())));
+		clear_error();
+	}
 	return 0;
+}
+
+void GpuMem::note_locked(const std::string &what)
+{
+	static constexpr size_t kMaxNotes = 8;
+
+	if (notes_ >= kMaxNotes)
+		return;
+	fprintf(stderr, "tb5-sim[%d]: %s%s\n", int(getpid()), what.c_str(),
+		++notes_ == kMaxNotes ? " (further notes not shown)" : "");
 }
 
 int GpuMem::export_locked(GpuRegion &r)
@@ -230,10 +252,21 @@ uint8_t *GpuMem::resolve(uint64_t peer, const GpuRef &ref, uint32_t len)
 
 			// Read while the entry was this generation.
 			std::atomic_thread_fence(std::memory_order_acquire);
-			if (e.gen.load(std::memory_order_relaxed) != ref.gen ||
-			    engine_->import_span(h, fresh.len, &fresh.base))
+			if (e.gen.load(std::memory_order_relaxed) != ref.gen)
 				return nullptr;
+			if (engine_->import_span(h, fresh.len, &fresh.base)) {
+				note_locked("a peer's GPU memory could not be opened, its "
+					    "frames are lost: " +
+					    std::string(tb5_last_error()));
+				return nullptr;
+			}
 			fresh.mapped = true;
+			// Withdrawn while we opened it: its fd may have been
+			// another's by then.
+			if (e.gen.load(std::memory_order_acquire) != ref.gen) {
+				close_locked(fresh);
+				return nullptr;
+			}
 		}
 		fresh.gen = ref.gen;
 		im = fresh;

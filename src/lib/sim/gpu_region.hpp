@@ -11,7 +11,9 @@
 // address and size, and the engine's IPC handle. A payload frame of an
 // exported region travels by reference (GpuRef: entry, generation,
 // offset), and the receiver copies from the peer's memory straight into
-// its posted buffer: one DMA per byte. The table's epoch counts
+// its posted buffer: one DMA per byte. A region whose allocation is not
+// exported (the engine cannot, or the table is full) goes through host
+// memory, and the process says why on stderr (note_locked()). The table's epoch counts
 // withdrawals, so that an importer closes what a peer withdrew (its
 // region deregistered) on its next pass, and a link that goes down
 // closes everything of that peer.
@@ -118,6 +120,8 @@ private:
 	int export_locked(GpuRegion &r);
 	Peer *peer_locked(uint64_t session);
 	void close_locked(Import &im);
+	// Says @what on stderr (the first few times in the process).
+	void note_locked(const std::string &what);
 
 	std::unique_ptr<DmaEngine> engine_;
 	std::string why_;
@@ -129,6 +133,7 @@ private:
 	uint64_t next_gen_ = 1;
 	std::map<uint8_t *, Export> exports_;	// by allocation
 	std::map<uint64_t, Peer> peers_;	// by host session
+	size_t notes_ = 0;			// note_locked() lines so far
 };
 
 } // namespace tb5::sim

@@ -3,8 +3,10 @@
 // standin_dma.cc - the stand-in DMA engine (TB5_SIM dma=standin): the
 // DmaEngine interface without a GPU, for tests. Its device memory is the
 // memfds of sim/standin_mem.hpp; it refuses any other pointer, as CUDA
-// refuses host memory. Export is (pid, fd): the importer opens
-// /proc/<pid>/fd/<fd> and maps it. Copies are plain memcpy, made at once:
+// refuses host memory. Export is (pid, fd), as the CUDA engine exports a
+// cuMem allocation: the importer takes the fd with pidfd_getfd() and maps
+// it; private memory, or a process whose peers may not take its fds, is
+// not exported (with the reason). Copies are plain memcpy, made at once:
 // it checks the rules, it models no speed.
 #include <dirent.h>
 #include <fcntl.h>
@@ -26,6 +28,8 @@ namespace {
 
 // What /proc/<pid>/maps and /proc/<pid>/fd show for the stand-in's memfds.
 const std::string kMemfdTarget = std::string("/memfd:") + kStandinMemName + " (deleted)";
+const std::string kPrivateTarget =
+	std::string("/memfd:") + kStandinPrivateName + " (deleted)";
 
 struct StandinHandle {
 	int32_t pid;
@@ -59,7 +63,7 @@ public:
 			    a < start || a >= end)
 				continue;
 			mapped = true;
-			if (kMemfdTarget != path) {
+			if (kMemfdTarget != path && kPrivateTarget != path) {
 				ret = fail(-EINVAL, "%p is not device memory of the "
 					   "stand-in DMA engine (it maps %s)", addr,
 					   *path ? path : "anonymous memory");
@@ -74,6 +78,7 @@ public:
 				out.device = 0;
 				out.file_ino = ino;
 				out.file_off = off;
+				out.priv = kPrivateTarget == path;
 			}
 			break;
 		}
@@ -86,7 +91,7 @@ public:
 
 	bool dmabuf_target(const std::string &target) const override
 	{
-		return target == kMemfdTarget;
+		return target == kMemfdTarget || target == kPrivateTarget;
 	}
 
 	int check_dmabuf_maps(int fd, uint64_t offset, const void *addr,
@@ -112,9 +117,19 @@ public:
 	{
 		// The memfd the application holds (the stand-in's allocation
 		// keeps it open); a duplicate stays open while exported.
-		DIR *d = opendir("/proc/self/fd");
+		DIR *d;
 		int found = -1;
 
+		if (span.priv)
+			return fail(-EOPNOTSUPP, "stand-in memory at %p is private (made "
+				    "without a shareable handle, as a cuMem allocation "
+				    "without CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)",
+				    (void *)span.base);
+		if (!fd_export_why().empty())
+			return fail(-EOPNOTSUPP, "stand-in memory at %p cannot be "
+				    "exported: %s", (void *)span.base,
+				    fd_export_why().c_str());
+		d = opendir("/proc/self/fd");
 		if (!d)
 			return fail(-errno, "stand-in export: /proc/self/fd: %s",
 				    strerror(errno));
@@ -158,23 +173,20 @@ public:
 	int import_span(const IpcHandle &ih, uint64_t len, uint8_t **base) override
 	{
 		StandinHandle h;
-		char path[64];
 
 		memcpy(&h, ih.bytes, sizeof(h));
-		snprintf(path, sizeof(path), "/proc/%d/fd/%d", h.pid, h.fd);
-		int fd = open(path, O_RDWR | O_CLOEXEC);
+		int fd = take_fd(h.pid, h.fd);
 
 		if (fd < 0)
-			return fail(-errno, "stand-in import: %s: %s", path,
-				    strerror(errno));
+			return fd;
 		void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 			       off_t(h.file_off));
 		int err = errno;
 
 		close(fd);
 		if (p == MAP_FAILED)
-			return fail(-err, "stand-in import: mapping %s: %s", path,
-				    strerror(err));
+			return fail(-err, "stand-in import: mapping pid %d's fd %d: %s",
+				    int(h.pid), int(h.fd), strerror(err));
 		*base = static_cast<uint8_t *>(p);
 		return 0;
 	}

@@ -4,8 +4,11 @@
 // dma=standin, a test device): a memfd of its own name, mapped shared.
 // The memfd plays the dma-buf (tb5_reg_gpu()'s fd) and the mapping the
 // device address; the engine takes no other memory, as CUDA takes no host
-// pointer, and a peer process maps it through /proc/<pid>/fd/<fd>, the
-// stand-in's CUDA IPC. Header-only, so that tests allocate it exactly as
+// pointer, and a peer process takes the memfd with pidfd_getfd() and maps
+// it, as the CUDA engine's peers take a cuMem allocation's shareable
+// handle. Memory allocated private (a memfd of a second name) is device
+// memory that cannot be exported, as a cuMem allocation made without a
+// POSIX fd handle type. Header-only, so that tests allocate it exactly as
 // the engine expects it (standin_dma.cc).
 #ifndef TB5_SIM_STANDIN_MEM_HPP
 #define TB5_SIM_STANDIN_MEM_HPP
@@ -20,13 +23,16 @@ namespace tb5::sim {
 // The memfd's name; /proc/<pid>/fd and /proc/<pid>/maps show
 // "/memfd:tb5-standin-dev (deleted)".
 inline constexpr char kStandinMemName[] = "tb5-standin-dev";
+// Private memory's: "/memfd:tb5-standin-dev.private (deleted)".
+inline constexpr char kStandinPrivateName[] = "tb5-standin-dev.private";
 
 // @len bytes of stand-in device memory: its address, and *@fd the memfd
 // (keep it open while the memory may be exported; close it with
-// standin_free()). nullptr when the system refuses.
-inline void *standin_alloc(size_t len, int *fd)
+// standin_free()), private (not exportable) if @priv. nullptr when the
+// system refuses.
+inline void *standin_alloc(size_t len, int *fd, bool priv = false)
 {
-	int f = memfd_create(kStandinMemName, MFD_CLOEXEC);
+	int f = memfd_create(priv ? kStandinPrivateName : kStandinMemName, MFD_CLOEXEC);
 	void *p;
 
 	if (f < 0)
