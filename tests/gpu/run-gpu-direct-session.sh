@@ -5,6 +5,9 @@
 # 10 minutes: NCCL's GPUDirect path through the plugin over the simulator
 # (TB5_SIM's default engine dma=cuda: the GPUs' copy engines move GPU
 # buffers), with the one setting docs/plugin.md names (NCCL_NET_GDR_LEVEL=SYS).
+#   0. sim-cuda: libtb5's CUDA engine alone (STAGE/test_sim_cuda, built
+#      with the stage): cudaMalloc memory by CUDA IPC, cuMem allocations
+#      by their shareable handle, between two processes;
 #   1. diag: what NCCL decides for a tb5 link under its defaults and with
 #      the setting (its "GPU Direct RDMA" and channel lines), and the
 #      plugin's stats at 1M and 64M, rate=80;
@@ -15,20 +18,22 @@
 #      cudaMalloc ones with NCCL_CUMEM_ENABLE=0) and with host staging
 #      (today's path), SHM and Socket 4x4 beside them, three times.
 #
-#   tests/gpu/run-gpu-direct-session.sh [--dry-run] OUTDIR [STAGE]
+#   tests/gpu/run-gpu-direct-session.sh [--dry-run] [--stage-only] OUTDIR [STAGE]
 #
 # The plugin and libtb5 are built here (Release, build-gpu) when cmake is
-# there; else STAGE holds libnccl-net-tb5.so and libtb5.so.1 built
-# elsewhere and carried (default build-gpu-stage). --dry-run records the steps in OUTDIR/commands.txt
+# there and --stage-only is not given; else STAGE holds libnccl-net-tb5.so,
+# libtb5.so.1 and test_sim_cuda built elsewhere and carried (default
+# build-gpu-stage). --dry-run records the steps in OUTDIR/commands.txt
 # and runs none (tests/gpu/test-scripts.sh). OUTDIR/session.txt lists each
 # step's result and ends with every summary table.
 set -uo pipefail
 
-dry=0
+dry=0 stage_only=0
 [[ ${1:-} == --dry-run ]] && { dry=1; shift; }
+[[ ${1:-} == --stage-only ]] && { stage_only=1; shift; }
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-out=${1:?usage: run-gpu-direct-session.sh [--dry-run] OUTDIR [STAGE]}
+out=${1:?usage: run-gpu-direct-session.sh [--dry-run] [--stage-only] OUTDIR [STAGE]}
 stage=${2:-$repo/build-gpu-stage}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -55,8 +60,10 @@ step() {   # step NAME LIMIT_S CMD...: runs CMD, records its status
 }
 
 if ((!dry)); then
-  { cmake --version; nvidia-smi -L; nproc; date -u; git log --oneline -1; } >"$out/machine.txt" 2>&1
-  if command -v cmake >/dev/null 2>&1; then
+  { cmake --version; nvidia-smi -L; nproc; date -u; git log --oneline -1; uname -r; id
+    echo "kernel.yama.ptrace_scope: $(cat /proc/sys/kernel/yama/ptrace_scope 2>&1)"
+  } >"$out/machine.txt" 2>&1
+  if ((!stage_only)) && command -v cmake >/dev/null 2>&1; then
     echo "== building the plugin into build-gpu (Release)" | tee -a "$log"
     if { cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF &&
          cmake --build build-gpu -j 16 --target nccl-net-tb5 tb5; } >"$out/build-plugin.log" 2>&1; then
@@ -76,6 +83,10 @@ fi
 plug=(--plugin "$stage/libnccl-net-tb5.so" --lib-dir "$stage")
 gdr="NCCL_NET_GDR_LEVEL=SYS"
 dbg="NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH"
+
+# 0. The CUDA engine alone (its two-process tests: CUDA IPC and cuMem
+# shareable handles).
+step sim-cuda 60 env LD_LIBRARY_PATH="$stage" "$stage/test_sim_cuda"
 
 # 1. NCCL's decision under its defaults and with the one setting; where
 # the time goes with NCCL's own buffers (cuMem, which CUDA IPC cannot
@@ -124,6 +135,9 @@ done
 grep -h "GPU Direct RDMA\|GDRDMA\|via NET" "$out"/diag/*.log 2>/dev/null | sed 's/^[^ ]* [^ ]* //' |
   sort | uniq -c | head -60 >"$out/diag-gdr.txt" || true
 grep -h "stats " "$out"/diag/*.log 2>/dev/null | sed 's/^.*stats /stats /' >"$out/diag-stats.txt" || true
+# What the simulator said about GPU regions it could not export or open.
+grep -rh "tb5-sim\[" "$out" 2>/dev/null | sed 's/^tb5-sim\[[0-9]*\]: //; s/0x[0-9a-f]*/ADDR/g' |
+  sort | uniq -c | sort -rn | head -40 >"$out/diag-notes.txt" || true
 # Everything else in one archive (the device call brings back few files),
 # written beside OUTDIR first: tar reads a directory that does not change.
 tgz=$(mktemp "${out%/}.XXXXXX.tgz")

@@ -99,8 +99,9 @@ count "$tmp/vg/commands.txt" 'NCCL_NET=TB5 .*NCCL_NET_GDR_LEVEL=SYS ' 3
 count "$tmp/v2/commands.txt" 'NCCL_NET_GDR' 0
 
 # The GPU-direct session, dry: every step it would run, none run.
-expect 0 'dry run: 8 steps' "$dir/run-gpu-direct-session.sh" --dry-run "$tmp/gs" "$tmp/nostage"
+expect 0 'dry run: 9 steps' "$dir/run-gpu-direct-session.sh" --dry-run "$tmp/gs" "$tmp/nostage"
 c=$tmp/gs/commands.txt
+count "$c" 'nostage/test_sim_cuda$' 1
 count "$c" 'run-validation.sh .*--gdr' 4
 count "$c" 'run-benchmark.sh .*tb5-gdr-rate80 sim=rate=80 NCCL_NET_GDR_LEVEL=SYS --' 3
 count "$c" 'run-benchmark.sh .*--transports tb5,shm,socket4x4 ' 3

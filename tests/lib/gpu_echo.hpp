@@ -2,15 +2,20 @@
 //
 // gpu_echo.hpp - the two-process halves that test_sim_gpu.cc (stand-in
 // memory) and test_sim_cuda.cc (CUDA memory) share: a client's connect to
-// the other host's well-known service, and the child's echo of every
-// message from and back into one registered region.
+// the other host's well-known service, the child's echo of every message
+// from and back into one registered region, and what a registration says
+// on stderr.
 #ifndef TB5_LIB_GPU_ECHO_HPP
 #define TB5_LIB_GPU_ECHO_HPP
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
 
 #include "lib_harness.hpp"
 
@@ -73,6 +78,28 @@ inline int echo_region(Dev &d, tb5_endpoint *e, tb5_mr *mr, uint64_t len)
 		if (w.kind != TB5_WC_SEND || w.status)
 			return 15;
 	}
+}
+
+// What the process writes to stderr while @fn runs.
+inline std::string stderr_of(const std::function<void()> &fn)
+{
+	int cap = memfd_create("stderr", MFD_CLOEXEC);
+	int saved = dup(2);
+	std::string out;
+	char buf[4096];
+	ssize_t n;
+
+	fflush(stderr);
+	dup2(cap, 2);
+	fn();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	lseek(cap, 0, SEEK_SET);
+	while ((n = read(cap, buf, sizeof(buf))) > 0)
+		out.append(buf, size_t(n));
+	close(cap);
+	return out;
 }
 
 } // namespace tb5libtest

@@ -3,8 +3,10 @@
 // test_sim_cuda.cc - GPU memory over the simulator through the CUDA DMA
 // engine (TB5_SIM dma=cuda): real device memory (cuMemAlloc), registered
 // by address, carried between every mix of host and GPU ends in one
-// process (a loop pair) and between two processes (CUDA IPC), checked by
-// copying it back to the host. Skipped, saying why, where CUDA or a GPU is
+// process (a loop pair) and between two processes (CUDA IPC for cuMemAlloc
+// memory; for cuMem allocations, their shareable handle as a POSIX fd, or
+// the ring where they were made without one), checked by copying it back
+// to the host. Skipped, saying why, where CUDA or a GPU is
 // missing (CI): test_sim_gpu.cc runs the same code through the stand-in.
 // libcuda is loaded at run time, as libtb5 loads it: no build dependency.
 #include <gtest/gtest.h>
@@ -30,6 +32,23 @@ using namespace tb5libtest;
 constexpr uint64_t kEchoService = 0x63756461;	// "cuda"
 constexpr size_t kLen = 8 << 20;
 
+// cuMem (VMM) allocations, as documented (NCCL's own buffers).
+struct MemLocation {
+	int type;	// 1: a device
+	int id;
+};
+struct MemAllocationProp {
+	int type;	// 1: pinned
+	int requestedHandleTypes;	// 1: POSIX fd
+	MemLocation location;
+	void *win32HandleMetaData;
+	unsigned char allocFlags[8];
+};
+struct MemAccessDesc {
+	MemLocation location;
+	int flags;	// 3: read and write
+};
+
 // The few driver API entry points the test needs (as documented).
 struct Cuda {
 	int (*cuInit)(unsigned);
@@ -40,6 +59,16 @@ struct Cuda {
 	int (*cuMemFree)(unsigned long long);
 	int (*cuMemcpyHtoD)(unsigned long long, const void *, size_t);
 	int (*cuMemcpyDtoH)(void *, unsigned long long, size_t);
+	int (*cuMemCreate)(unsigned long long *, size_t, const MemAllocationProp *,
+			   unsigned long long);
+	int (*cuMemRelease)(unsigned long long);
+	int (*cuMemAddressReserve)(unsigned long long *, size_t, size_t,
+				   unsigned long long, unsigned long long);
+	int (*cuMemAddressFree)(unsigned long long, size_t);
+	int (*cuMemMap)(unsigned long long, size_t, size_t, unsigned long long,
+			unsigned long long);
+	int (*cuMemUnmap)(unsigned long long, size_t);
+	int (*cuMemSetAccess)(unsigned long long, size_t, const MemAccessDesc *, size_t);
 	std::string why;	// empty when usable
 
 	Cuda()
@@ -61,8 +90,15 @@ struct Cuda {
 		TB5_LOAD(cuMemFree, "cuMemFree_v2");
 		TB5_LOAD(cuMemcpyHtoD, "cuMemcpyHtoD_v2");
 		TB5_LOAD(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+		TB5_LOAD(cuMemCreate, "cuMemCreate");
+		TB5_LOAD(cuMemRelease, "cuMemRelease");
+		TB5_LOAD(cuMemAddressReserve, "cuMemAddressReserve");
+		TB5_LOAD(cuMemAddressFree, "cuMemAddressFree");
+		TB5_LOAD(cuMemMap, "cuMemMap");
+		TB5_LOAD(cuMemUnmap, "cuMemUnmap");
+		TB5_LOAD(cuMemSetAccess, "cuMemSetAccess");
 #undef TB5_LOAD
-		if (!cuInit || !cuMemcpyDtoH || cuInit(0) || cuDeviceGet(&dev, 0) ||
+		if (!cuInit || !cuMemcpyDtoH || !cuMemSetAccess || cuInit(0) || cuDeviceGet(&dev, 0) ||
 		    cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx))
 			why = "CUDA has no usable device";
 	}
@@ -73,6 +109,32 @@ struct Cuda {
 		cuCtxSetCurrent(ctx());
 		EXPECT_EQ(cuMemAlloc(&p, n), 0);
 		return reinterpret_cast<uint8_t *>(p);
+	}
+	// @n bytes (a multiple of 2 MiB, the granularity) of a cuMem
+	// allocation on device 0, mapped as NCCL maps its buffers; @fd: made
+	// with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR allowed.
+	uint8_t *alloc_cumem(size_t n, bool fd)
+	{
+		MemAllocationProp prop = {};
+		const MemAccessDesc access = { { 1, 0 }, 3 };
+		unsigned long long h = 0, p = 0;
+
+		prop.type = 1;
+		prop.requestedHandleTypes = fd ? 1 : 0;
+		prop.location = { 1, 0 };
+		cuCtxSetCurrent(ctx());
+		EXPECT_EQ(cuMemCreate(&h, n, &prop, 0), 0);
+		EXPECT_EQ(cuMemAddressReserve(&p, n, 0, 0, 0), 0);
+		EXPECT_EQ(cuMemMap(p, n, 0, h, 0), 0);
+		EXPECT_EQ(cuMemRelease(h), 0);
+		EXPECT_EQ(cuMemSetAccess(p, n, &access, 1), 0);
+		return reinterpret_cast<uint8_t *>(p);
+	}
+	void free_cumem(uint8_t *p, size_t n)
+	{
+		cuCtxSetCurrent(ctx());
+		EXPECT_EQ(cuMemUnmap(reinterpret_cast<uintptr_t>(p), n), 0);
+		EXPECT_EQ(cuMemAddressFree(reinterpret_cast<uintptr_t>(p), n), 0);
 	}
 	void *ctx()
 	{
@@ -204,7 +266,9 @@ int gpu_echo_server()
 
 	if (!cuda().why.empty())
 		return 9;
-	uint8_t *g = cuda().alloc(kLen);
+	const char *kind = getenv("TB5_TEST_CUDA_ALLOC");
+	uint8_t *g = kind && !strcmp(kind, "cumem") ? cuda().alloc_cumem(kLen, true) :
+						      cuda().alloc(kLen);
 
 	if (link.empty() || d.open(link) || tb5_reg_gpu(d.dev, g, kLen, -1, 0, &mr) ||
 	    tb5_endpoint_listen(d.dev, kEchoService, TB5_LISTEN_WELL_KNOWN, 0, &l))
@@ -217,17 +281,27 @@ int gpu_echo_server()
 
 std::string self_exe;
 
-TEST(SimCudaTwoHosts, EchoesBetweenGpuMemoryOfTwoProcesses)
+// The echo server, this binary again, its memory allocated as @alloc
+// says ("cumem": a cuMem allocation; else cuMemAlloc).
+pid_t start_echo_child(const char *alloc)
 {
-	TB5_NEED_CUDA();
 	pid_t child = fork();
 
-	ASSERT_GE(child, 0);
 	if (child == 0) {
 		setenv("TB5_TEST_CUDA_ROLE", "echo", 1);
+		setenv("TB5_TEST_CUDA_ALLOC", alloc, 1);
 		execl(self_exe.c_str(), self_exe.c_str(), (char *)nullptr);
 		_exit(127);
 	}
+	return child;
+}
+
+TEST(SimCudaTwoHosts, EchoesBetweenGpuMemoryOfTwoProcesses)
+{
+	TB5_NEED_CUDA();
+	pid_t child = start_echo_child("cuMemAlloc");
+
+	ASSERT_GE(child, 0);
 	std::string link = wait_peer_link(30);
 	ASSERT_FALSE(link.empty());
 	Dev d(link);
@@ -265,6 +339,64 @@ TEST(SimCudaTwoHosts, EchoesBetweenGpuMemoryOfTwoProcesses)
 	EXPECT_EQ(tb5_dereg(smr), 0);
 	EXPECT_EQ(tb5_dereg(rmr), 0);
 	EXPECT_EQ(tb5_dereg(hmr), 0);
+}
+
+// NCCL's buffers: cuMem allocations. Those made with a POSIX fd handle
+// type travel by reference (each side opens the other's through the fd,
+// pidfd_getfd), silently; one made without it says why on stderr and goes
+// through the ring.
+TEST(SimCudaTwoHosts, EchoesBetweenCuMemAllocationsOfTwoProcesses)
+{
+	TB5_NEED_CUDA();
+	pid_t child = start_echo_child("cumem");
+
+	ASSERT_GE(child, 0);
+	std::string link = wait_peer_link(30);
+	ASSERT_FALSE(link.empty());
+	Dev d(link);
+	uint8_t *s = cuda().alloc_cumem(kLen, true), *r = cuda().alloc_cumem(kLen, true);
+	uint8_t *closed = cuda().alloc_cumem(kLen, false);
+	std::vector<uint8_t> pattern(kLen);
+	tb5_mr *smr = nullptr, *rmr = nullptr, *cmr = nullptr;
+	int r1 = -1, r2 = -1, r3 = -1;
+	std::string said = stderr_of([&] {
+		r1 = tb5_reg_gpu(d.dev, s, kLen, -1, 0, &smr);
+		r2 = tb5_reg_gpu(d.dev, r, kLen, -1, 0, &rmr);
+	});
+
+	ASSERT_EQ(r1, 0);
+	ASSERT_EQ(r2, 0);
+	EXPECT_EQ(said, "") << "exported without a word";
+	said = stderr_of([&] { r3 = tb5_reg_gpu(d.dev, closed, kLen, -1, 0, &cmr); });
+	ASSERT_EQ(r3, 0);
+	EXPECT_NE(said.find("CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"), std::string::npos)
+		<< said;
+	tb5_endpoint *e = connect_service(d, kEchoService);
+
+	ASSERT_TRUE(e);
+	uint32_t seed = 190;
+
+	for (tb5_mr *from : { smr, cmr }) {
+		for (size_t len : { size_t(1), size_t(4097), size_t(3 << 20) + 5 }) {
+			SCOPED_TRACE(std::to_string(from == smr) + " " + std::to_string(len));
+			fill_pattern(pattern.data(), len, seed);
+			cuda().put(from == smr ? s : closed, pattern.data(), len);
+			ASSERT_NO_FATAL_FAILURE(echo_once(d, e, from, 0, len, rmr, 0, kLen));
+			EXPECT_EQ(check_pattern(cuda().get(r, len).data(), len, seed), -1);
+			seed++;
+		}
+	}
+	ASSERT_EQ(tb5_endpoint_close(e), 0);
+	int st = 0;
+
+	waitpid(child, &st, 0);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the child: " << st;
+	EXPECT_EQ(tb5_dereg(smr), 0);
+	EXPECT_EQ(tb5_dereg(rmr), 0);
+	EXPECT_EQ(tb5_dereg(cmr), 0);
+	cuda().free_cumem(s, kLen);
+	cuda().free_cumem(r, kLen);
+	cuda().free_cumem(closed, kLen);
 }
 
 } // namespace

@@ -93,28 +93,6 @@ size_t standin_maps()
 	return n;
 }
 
-// What the process writes to stderr while @fn runs.
-std::string stderr_of(const std::function<void()> &fn)
-{
-	int cap = memfd_create("stderr", MFD_CLOEXEC);
-	int saved = dup(2);
-	std::string out;
-	char buf[4096];
-	ssize_t n;
-
-	fflush(stderr);
-	dup2(cap, 2);
-	fn();
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	lseek(cap, 0, SEEK_SET);
-	while ((n = read(cap, buf, sizeof(buf))) > 0)
-		out.append(buf, size_t(n));
-	close(cap);
-	return out;
-}
-
 // Runs @fn in a child that is a new host of its own fabric with @opts;
 // its exit status (fn's return).
 int in_child(const std::string &opts, const std::function<int()> &fn)
