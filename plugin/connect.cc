@@ -50,7 +50,11 @@ struct Handle {
 	uint64_t cookie;		// 0: the listener is well-known on every link
 	char link[TB5_NAME_MAX];	// the listener's link, for messages
 	uint64_t stage;			// connector-local: its attempt, or 0
-	uint8_t reserved[128 - 72];
+	// The listener's host name (gethostname), for messages only; all
+	// zeros from a listener of a plugin before 0.2.0. Untrusted: read
+	// through host_name().
+	char host_name[48];
+	uint8_t reserved[128 - 120];
 };
 static_assert(sizeof(Handle) == NCCL_NET_HANDLE_MAXSIZE);
 
@@ -170,7 +174,9 @@ ncclResult_t start_connect(int dev, Handle *h, Comm **c)
 		TB5_WARN("connect: %s. tb5 does not route through other hosts (the "
 			 "listener is on its link %s; `tb5-selftest` on both hosts "
 			 "shows their cables)",
-			 no_cable(local_host(), {h->host}).c_str(), peer_link);
+			 no_cable(local_host(), {h->host},
+				  host_name(h->host_name, sizeof(h->host_name))).c_str(),
+			 peer_link);
 		return ncclSystemError;
 	}
 	{
@@ -268,6 +274,8 @@ ncclResult_t listen(int dev, void *handle, void **listen_comm)
 	h->service = ls->service;
 	h->cookie = 0;
 	std::strncpy(h->link, first.c_str(), sizeof(h->link) - 1);
+	const std::string name = this_host_name();
+	std::strncpy(h->host_name, name.c_str(), sizeof(h->host_name) - 1);
 	publish_host_locked();	// the cables that came up since
 	TB5_INFO(NCCL_NET, "listening on %s (%zu link%s), host %#llx service %#llx",
 		 first.c_str(), ls->eps.size(), ls->eps.size() == 1 ? "" : "s",

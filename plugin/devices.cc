@@ -21,11 +21,14 @@
 // source lines). Without makeVDevice NCCL keeps the physical devices at
 // every merge level.
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include <unistd.h>
 
 #include "env.hpp"
 #include "links.hpp"
@@ -214,21 +217,57 @@ void note_merge_settings()
 	});
 }
 
+// A version mismatch (-EPROTONOSUPPORT from tb5_list_links() or
+// tb5_open()): this plugin's libtb5 and the tb5 module speak other ABI
+// versions, or the simulator's fabric is another libtb5's. Not a protocol
+// break, and not a link to offer NCCL: said once, with both versions (in
+// libtb5's message), and init fails.
+int version_mismatch(const char *what, int err)
+{
+	TB5_WARN("%s: %s (%s); nccl-net-tb5 (libtb5 %s) offers NCCL no tb5 device", what,
+		 tb5_strerror(err), last_error(), tb5_version());
+	return err;
+}
+
+// The module's ABI version, checked at init by opening one of its links
+// (tb5_open() asks the module its version and refuses another): 0, or
+// -EPROTONOSUPPORT. A link that does not open for another reason is left
+// to the connection that needs it, which says why.
+int check_module_abi(const std::vector<tb5_link_info> &links)
+{
+	for (const tb5_link_info &l : links) {
+		if (l.backend != TB5_BACKEND_KERNEL)
+			continue;
+		tb5_device *dev = nullptr;
+		int r = tb5_open(l.name, &dev);
+		if (r == 0) {
+			tb5_close(dev);
+			return 0;
+		}
+		if (r == -EPROTONOSUPPORT)
+			return version_mismatch((std::string("opening link ") + l.name).c_str(), r);
+	}
+	return 0;
+}
+
 // The devices NCCL sees, listed once (the first init after the last
-// finalize). g.mu held.
-void list_locked()
+// finalize); 0, or -EPROTONOSUPPORT (nothing listed, and the next init tries
+// again). g.mu held.
+int list_locked()
 {
 	if (g.listed)
-		return;
-	g.listed = true;
+		return 0;
 	g.links.clear();
 	g.devs.clear();
 	std::vector<tb5_link_info> links;
 	int r = tb5::tools::list_links(&links);
+	if (r == -EPROTONOSUPPORT)
+		return version_mismatch("listing tb5 links", r);
+	g.listed = true;
 	if (r < 0) {
 		TB5_INFO(NCCL_INIT | NCCL_NET, "no tb5 links: %s (%s)", tb5_strerror(r),
 			 last_error());
-		return;
+		return 0;
 	}
 	// Loop pairs are NCCL devices when this host has nothing else
 	// (TB5_NCCL_LOOP=1 always, 0 never): a job that spans hosts must not
@@ -249,6 +288,12 @@ void list_locked()
 		g.links.push_back(links[i]);
 		g.devs.push_back(std::move(nd));
 	}
+	if (int err = check_module_abi(g.links); err < 0) {
+		g.listed = false;
+		g.links.clear();
+		g.devs.clear();
+		return err;
+	}
 	publish_host_locked();
 	std::string names;
 	for (auto &d : g.devs)
@@ -256,6 +301,7 @@ void list_locked()
 	TB5_INFO(NCCL_INIT | NCCL_NET, "%zu device%s: %s (libtb5 %s)", g.devs.size(),
 		 g.devs.size() == 1 ? "" : "s", names.empty() ? "-" : names.c_str(),
 		 tb5_version());
+	return 0;
 }
 
 } // namespace
@@ -299,17 +345,43 @@ uint64_t local_host()
 	return 0;
 }
 
-std::string no_cable(uint64_t self, const std::vector<uint64_t> &peers)
+std::string this_host_name()
 {
-	char buf[64];
-	snprintf(buf, sizeof(buf), "host %#llx has no cable to ", (unsigned long long)self);
-	std::string s = buf;
-	for (size_t i = 0; i < peers.size(); i++) {
-		snprintf(buf, sizeof(buf), "%shost %#llx",
-			 i == 0 ? "" : i + 1 == peers.size() ? " or " : ", ",
-			 (unsigned long long)peers[i]);
-		s += buf;
+	char buf[256] = {};
+	if (gethostname(buf, sizeof(buf) - 1) != 0)
+		return {};
+	return host_name(buf, sizeof(buf));
+}
+
+std::string host_name(const char *wire, size_t size)
+{
+	std::string s;
+	for (size_t i = 0; i < size && wire[i]; i++) {
+		const unsigned char ch = (unsigned char)wire[i];
+		s += std::isalnum(ch) || ch == '-' || ch == '.' || ch == '_' ? (char)ch : '?';
 	}
+	return s;
+}
+
+namespace {
+
+// "host 0x... (name)", or "host 0x..." without a name.
+std::string host_label(uint64_t id, const std::string &name)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "host %#llx", (unsigned long long)id);
+	return name.empty() ? std::string(buf) : std::string(buf) + " (" + name + ")";
+}
+
+} // namespace
+
+std::string no_cable(uint64_t self, const std::vector<uint64_t> &peers,
+		     const std::string &peer_name)
+{
+	std::string s = host_label(self, this_host_name()) + " has no cable to ";
+	for (size_t i = 0; i < peers.size(); i++)
+		s += std::string(i == 0 ? "" : i + 1 == peers.size() ? " or " : ", ") +
+		     host_label(peers[i], peers.size() == 1 ? peer_name : std::string());
 	return s + " (this host's links: " + describe_links() +
 	       "); cable the pair or leave one of them out of the job";
 }
@@ -344,8 +416,11 @@ ncclResult_t init(void **ctx, ncclDebugLogger_t logger)
 		g_logger.store(logger, std::memory_order_relaxed);
 	note_merge_settings();
 	std::lock_guard lk(g.mu);
+	// A version mismatch fails init: NCCL then uses another network
+	// rather than a plugin that cannot open its links.
+	if (int err = list_locked(); err < 0)
+		return from_errno(err);
 	g.inits++;
-	list_locked();
 	if (!g.devs.empty())
 		apply_nccl_defaults();
 	if (ctx)

@@ -153,9 +153,16 @@ std::string device_link_name(int dev);
 std::string describe_links();
 // This host's id (the first link's local end), 0 when it has no links.
 uint64_t local_host();
-// "host <self> has no cable to host <peers...> (this host's links: ...);
-// cable the pair or leave one of them out of the job".
-std::string no_cable(uint64_t self, const std::vector<uint64_t> &peers);
+// This machine's host name, "" when it has none.
+std::string this_host_name();
+// A host name from the wire (a handle): its printable characters up to the
+// first NUL within @size, "" when none.
+std::string host_name(const char *wire, size_t size);
+// "host <self> (<name>) has no cable to host <peers...> (<peer_name>)
+// (this host's links: ...); cable the pair or leave one of them out of
+// the job": a name where known (@peer_name only with one peer).
+std::string no_cable(uint64_t self, const std::vector<uint64_t> &peers,
+		     const std::string &peer_name = {});
 // NCCL named device @dev, which this host does not have: logged for
 // @call, with the hosts of this machine's other ranks that this one has
 // no cable to when that explains it. g.mu held.

@@ -92,6 +92,26 @@ size_t CapBytes(unsigned long dflt)
 	return (size_t)(cap_mib ? std::strtoul(cap_mib, nullptr, 10) : dflt) << 20;
 }
 
+// How the plugin's messages name host @id called @name: "host 0x...
+// (<name>)", the name's characters other than letters, digits and "-._"
+// as '?'; "host 0x..." when it has none.
+std::string HostLabel(uint64_t id, const std::string &name)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "host %#llx", (unsigned long long)id);
+	std::string shown;
+	for (char ch : name)
+		shown += isalnum((unsigned char)ch) || ch == '-' || ch == '.' || ch == '_' ? ch : '?';
+	return shown.empty() ? std::string(buf) : std::string(buf) + " (" + shown + ")";
+}
+
+// This machine's host name, "" when it has none.
+std::string ThisHostName()
+{
+	char name[256] = {};
+	return gethostname(name, sizeof(name) - 1) == 0 ? std::string(name) : std::string();
+}
+
 std::string TestName()
 {
 	const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -1173,12 +1193,12 @@ int MeshRank(int version, int rank, int n, const std::vector<Channel *> &ch,
 		// timeout (20 s), which is for links still coming up.
 		if (Clock::now() - t1 > std::chrono::seconds(10))
 			return 32;
-		uint64_t self = 0;
+		uint64_t self = 0, them = 0;
 		std::memcpy(&self, mine[missing].data() + 8, sizeof(self));	// ours
-		char me[32];
-		snprintf(me, sizeof(me), "%#llx", (unsigned long long)self);
-		if (!logged("connect: host " + std::string(me) + " has no cable to host " +
-			    host_of(missing) + " (this host's links: "))
+		std::memcpy(&them, theirs[missing].data() + 8, sizeof(them));
+		// Every rank here runs on this machine: one host name for all.
+		if (!logged("connect: " + HostLabel(self, ThisHostName()) + " has no cable to " +
+			    HostLabel(them, ThisHostName()) + " (this host's links: "))
 			return 31;
 	}
 	bool all = false;
@@ -1723,11 +1743,11 @@ int MachineRank(int version, int rank, int n, const std::vector<Channel *> &ch, 
 			ret = 50;
 		}
 	} else {
-		// "host <self> has no cable to host <other> (this host's links:",
-		// where a link not up yet may add candidates, said so.
+		// "host <self> (<name>) has no cable to host <other> (this host's
+		// links:", where a link not up yet may add candidates, said so.
 		char want[160], them[32];
-		snprintf(want, sizeof(want), "getProperties: no device %d (there are %d): host %#llx "
-			 "has no cable to ", mine, mine, (unsigned long long)self);
+		snprintf(want, sizeof(want), "getProperties: no device %d (there are %d): %s has no "
+			 "cable to ", mine, mine, HostLabel(self, ThisHostName()).c_str());
 		snprintf(them, sizeof(them), "host %#llx", (unsigned long long)host[other]);
 		bool named = false;
 		for (auto &line : LogLines()) {
@@ -1805,6 +1825,108 @@ TEST_P(PluginRemote, TwoHosts)
 			sizes.push_back(n);
 	EXPECT_EQ(PeerRank(GetParam(), RemoteRole() == 'a', *line, sizes, true, TimeoutS()), 0)
 		<< "the step that failed (see PeerRank)";
+	EXPECT_TRUE(line->Sync("end " + TestName(), true, 600));
+}
+
+// The first ready tb5 link of this host (sysfs, TB5_SYSFS_CLASS) whose
+// peer is host @peer, "" when none is.
+std::string ReadyLinkTo(uint64_t peer)
+{
+	const char *env = std::getenv("TB5_SYSFS_CLASS");
+	const std::string dir = env ? env : "/sys/class/tb5";
+	char want[32];
+	snprintf(want, sizeof(want), "%#llx", (unsigned long long)peer);
+	auto first_line = [](const std::string &path) {
+		std::string line;
+		FILE *f = std::fopen(path.c_str(), "r");
+		if (!f)
+			return line;
+		char buf[64] = {};
+		if (std::fgets(buf, sizeof(buf), f))
+			line = buf;
+		std::fclose(f);
+		line.erase(line.find_last_not_of("\n") + 1);
+		return line;
+	};
+	for (int i = 0; i < 64; i++) {
+		const std::string link = "tb5_" + std::to_string(i), at = dir + "/" + link;
+		if (first_line(at + "/state") == "ready" && first_line(at + "/peer_id") == want)
+			return link;
+	}
+	return {};
+}
+
+// Issue 34: two hosts of the emulated fabric whose cable is pulled (the
+// triangle's a and c, tests/kernel/vm-tests-fabric.sh), each with a cable
+// to a third host: NCCL's connect fails on both, within seconds, and the
+// plugin's message names both hosts (id and name) and the missing cable.
+// TB5_PLUGIN_TEST_PULL is a command that pulls the cable under the tb5
+// link named as its argument; rank a runs it (the first version to run
+// does; the others find the cable gone).
+TEST_P(PluginRemote, CableMissingNamesBothHosts)
+{
+	const char *pull = std::getenv("TB5_PLUGIN_TEST_PULL");
+	if (!RemoteRole() || !std::getenv("TB5_PLUGIN_TEST_OOB") || !pull)
+		GTEST_SKIP() << "set TB5_PLUGIN_TEST_REMOTE=a|b, TB5_PLUGIN_TEST_OOB and "
+				"TB5_PLUGIN_TEST_PULL to run";
+	LineChannel *line = RemoteLine();
+	ASSERT_TRUE(line) << "no answer from the other host over " << std::getenv("TB5_PLUGIN_TEST_OOB");
+	ASSERT_TRUE(line->Sync("begin " + TestName(), true, 600));
+	std::string why;
+	auto l = Library::Open(PluginPath(), &why);
+	ASSERT_TRUE(l) << why;
+	auto x = l->Get(GetParam());
+	ASSERT_TRUE(x);
+	void *c = nullptr;
+	ASSERT_EQ(x->Init(&c), ncclSuccess) << LastLog();
+	// Each side's listener on its device 0 and its host's name; the host
+	// id is the handle's (offset 8, as MachineRank reads it).
+	std::array<char, NCCL_NET_HANDLE_MAXSIZE> mine{}, theirs{};
+	std::array<char, 64> my_name{}, their_name{};
+	std::strncpy(my_name.data(), ThisHostName().c_str(), my_name.size() - 1);
+	void *lc = nullptr;
+	ASSERT_EQ(x->Listen(c, 0, mine.data(), &lc), ncclSuccess) << LastLog();
+	ASSERT_TRUE(line->Send(mine.data(), mine.size()) && line->Send(my_name.data(), my_name.size()));
+	ASSERT_TRUE(line->Recv(theirs.data(), theirs.size(), TimeoutS()) &&
+		    line->Recv(their_name.data(), their_name.size(), TimeoutS()));
+	their_name.back() = 0;
+	uint64_t self = 0, peer = 0;
+	std::memcpy(&self, mine.data() + 8, sizeof(self));
+	std::memcpy(&peer, theirs.data() + 8, sizeof(peer));
+	ASSERT_NE(self, peer);
+	if (RemoteRole() == 'a') {
+		const std::string link = ReadyLinkTo(peer);
+		if (!link.empty()) {
+			ASSERT_EQ(std::system((std::string(pull) + " " + link).c_str()), 0)
+				<< "pulling the cable under " << link;
+		}
+	}
+	// The link to the other host goes away on both ends (the unplug tests
+	// of vm-tests-fabric.sh check how); the third host's stays.
+	auto t0 = Clock::now();
+	while (!ReadyLinkTo(peer).empty()) {
+		ASSERT_FALSE(Expired(t0)) << "a link to host " << std::hex << peer << " is still ready";
+		std::this_thread::sleep_for(std::chrono::milliseconds(200));
+	}
+	ASSERT_TRUE(line->Sync("pulled " + TestName(), false, 600));
+	// As NCCL's proxy does: connect() until a comm comes back or an error.
+	void *sc = nullptr;
+	ncclResult_t r = ncclSuccess;
+	t0 = Clock::now();
+	while (!sc && r == ncclSuccess && !Expired(t0))
+		r = x->Connect(c, 0, theirs.data(), &sc);
+	const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+	EXPECT_NE(r, ncclSuccess) << "connected to a host without a cable to it";
+	EXPECT_EQ(sc, nullptr);
+	EXPECT_LT(took, 10.0) << "the failure took " << took << " s";
+	const std::string want = HostLabel(self, my_name.data()) + " has no cable to " +
+				 HostLabel(peer, their_name.data()) + " (this host's links: ";
+	bool named = false;
+	for (const std::string &log : LogLines())
+		named |= log.find("connect: " + want) != std::string::npos;
+	EXPECT_TRUE(named) << "no WARN 'connect: " << want << "...'" << LastLog();
+	EXPECT_EQ(x->CloseListen(lc), ncclSuccess);
+	EXPECT_EQ(x->Finalize(c), ncclSuccess);
 	EXPECT_TRUE(line->Sync("end " + TestName(), true, 600));
 }
 
