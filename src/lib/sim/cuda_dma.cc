@@ -29,6 +29,7 @@
 
 #include "error.hpp"
 #include "sim/dma_engine.hpp"
+#include "tb5/tb5.h"
 
 namespace tb5::sim {
 namespace {
@@ -260,24 +261,29 @@ public:
 	{
 		CudaHandle h = {};
 		CUmemGenericAllocationHandle mh;
+		std::string cumem_why = vmm_why_;
 		CUresult r;
-		int ret;
+		int ret = -EOPNOTSUPP;
 
 		set_current();
+		// A cuMem allocation by its shareable handle; anything else
+		// (or one that cannot be) by CUDA IPC, which takes cudaMalloc
+		// memory.
 		if (vmm_why_.empty() &&
 		    api_.cuMemRetainAllocationHandle(&mh, span.base) == CUDA_SUCCESS) {
 			ret = export_shareable(span, mh, h);
 			api_.cuMemRelease(mh);
 			if (ret)
-				return ret;
-		} else {
+				cumem_why = tb5_last_error();
+		}
+		if (ret) {
+			h = {};
 			h.kind = kIpc;
 			r = api_.cuIpcGetMemHandle(&h.ipc, CUdeviceptr(uintptr_t(span.base)));
 			if (r != CUDA_SUCCESS)
-				return fail(-EOPNOTSUPP, "cuIpcGetMemHandle(%p): %s%s%s",
-					    (void *)span.base, str(r),
-					    vmm_why_.empty() ? "" : "; cuMem exports: ",
-					    vmm_why_.c_str());
+				return fail(-EOPNOTSUPP, "%s%scuIpcGetMemHandle(%p): %s",
+					    cumem_why.c_str(), cumem_why.empty() ? "" : "; ",
+					    (void *)span.base, str(r));
 		}
 		memset(out.bytes, 0, sizeof(out.bytes));
 		memcpy(out.bytes, &h, sizeof(h));
