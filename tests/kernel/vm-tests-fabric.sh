@@ -129,7 +129,17 @@
 #                   device whose cable leads to the other neighbour too,
 #                   which the plugin must route to the cable that reaches
 #                   the listener's host; both cables carry data
-# and then unload.
+#   fabric.triangle.uncabled
+#                   a pair without its cable (issue 34): a pulls its
+#                   cable to c, and a rank on a and one on c (the
+#                   harness's PluginRemote.CableMissingNamesBothHosts,
+#                   every version) each connect to the other's listener
+#                   as NCCL would: connect fails within 10 s on both,
+#                   its WARN naming both hosts by id and name ("host 0x..
+#                   (tb5-a) has no cable to host 0x.. (tb5-c)"); b keeps
+#                   its cables to both up meanwhile; the cable goes back
+# and then unload. Each host is named tb5-<role> (the XDomain login carries
+# the name to the peer).
 #
 # Knobs (TB5K_*, passed into the VM by ci/vm/run.sh): TB5K_ROLE (a|b|c),
 # TB5K_CABLES (cables between the two hosts, default 1), TB5K_HOSTS (2|3),
@@ -209,7 +219,11 @@ link_ids() {
 	done | tr '\n' ' '
 }
 
-echo "# fabric host $ROLE on $(uname -r), $CABLES cable(s)"
+# A host name of its own before the links come up: the XDomain login
+# carries it to the peer (peer_name), and the plugin's messages name hosts
+# by it.
+echo "tb5-$ROLE" >/proc/sys/kernel/hostname
+echo "# fabric host $ROLE ($(uname -n)) on $(uname -r), $CABLES cable(s)"
 kver=$(uname -r)
 insmod "$here/tbemu.ko" || fail fabric.setup "insmod tbemu.ko"
 insmod "/lib/modules/$kver/updates/tb5.ko" loopback=0 ||
@@ -231,16 +245,17 @@ for l in "$CLASS"/tb5_*; do
 done
 pass fabric.links
 
-# plugin_ranks CHECK FILTER: the NCCL plugin's ABI harness (tests/plugin),
-# the tests FILTER (gtest's) picks, one rank toward each other host, over the
+# plugin_ranks CHECK FILTER [PEER]: the NCCL plugin's ABI harness
+# (tests/plugin), the tests FILTER (gtest's) picks, one rank toward each
+# other host (toward PEER alone, where given), over the
 # serial line to it (TB5K_OOB), every version; the rank of the host first in
 # the alphabet is "a". Split this way, every test of a pair holds rank a
 # here and rank b there (or the reverse) and meets the other host over the
 # line. The harness and the plugin are dynamic programs with their own
 # loader and libraries (ci/kernel-tests.sh puts them in plugin/, as for
 # vm-tests-plugin.sh). Both hosts must pass as many tests, at least 6 (one
-# per version), and every link's tx_bytes must grow: every cable carried
-# the plugin's data.
+# per version), and, without PEER, every link's tx_bytes must grow: every
+# cable carried the plugin's data.
 plugin_ranks() {
 	dir=$here/plugin
 	[ -x "$dir/test_plugin_abi" ] || fail "$1" "the harness is not in the VM"
@@ -248,7 +263,12 @@ plugin_ranks() {
 	tx_before=
 	for l in "$CLASS"/tb5_*; do tx_before="$tx_before $(cat "$l/tx_bytes")"; done
 	pids=
+	lines=
 	for line in $TB5K_OOB; do
+		[ -z "${3:-}" ] || [ "${line%%:*}" = "$3" ] && lines="$lines $line"
+	done
+	[ -n "$lines" ] || fail "$1" "no serial line to host ${3:-}"
+	for line in $lines; do
 		peer=${line%%:*} tty=${line#*:}
 		[ -c "$tty" ] || fail "$1" "$tty (the line to $peer) is not there"
 		role=b
@@ -263,7 +283,7 @@ plugin_ranks() {
 	done
 	rc=0
 	for p in $pids; do wait "$p" || rc=1; done
-	for line in $TB5K_OOB; do
+	for line in $lines; do
 		peer=${line%%:*}
 		note "$1: the rank toward host $peer:"
 		sed 's/^/#   /' "$TMP/plugin-$peer.txt"
@@ -273,6 +293,7 @@ plugin_ranks() {
 		note "$1: ${n:-no} tests passed toward host $peer"
 	done
 	[ "$rc" = 0 ] || fail "$1" "a rank failed (see the FAILED lines above)"
+	[ -z "${3:-}" ] || { pass "$1"; return 0; }
 	set -- "$1" $tx_before
 	c=$1
 	shift
@@ -298,7 +319,7 @@ if [ "${TB5K_HOSTS:-2}" = 3 ]; then
 	# half the connections name the device whose cable goes elsewhere and
 	# must be routed to the cable that reaches the neighbour. Before the
 	# round trips: they keep every host here until all have counted.
-	plugin_ranks fabric.triangle.plugin 'Abi/PluginRemote.*'
+	plugin_ranks fabric.triangle.plugin 'Abi/PluginRemote.TwoHosts/*'
 	timeout 300 tb5-selftest --respond --count 2 >"$TMP/respond.out" 2>&1 &
 	resp=$!
 	tries=0
@@ -315,6 +336,47 @@ if [ "${TB5K_HOSTS:-2}" = 3 ]; then
 	wait "$resp" || { cat "$TMP/respond.out"; fail fabric.triangle "the responder failed"; }
 	sed 's/^/#   /' "$TMP/selftest.out" "$TMP/respond.out"
 	pass fabric.triangle
+	# A pair without its cable: a pulls the one to c (the plugin harness
+	# does, through pull_cable, once it knows which link leads to c),
+	# then a and c each try to connect to the other as NCCL would: both
+	# must fail within seconds, naming both hosts. b keeps its cables to
+	# both up meanwhile (a link that is down but may come back makes the
+	# plugin wait for it), until a and c have logged out.
+	if [ "$ROLE" = b ]; then
+		left=3000
+		while :; do
+			old=0
+			for p in $(link_peers); do
+				case " $READY_PEERS " in *" $p "*) old=1 ;; esac
+			done
+			[ "$old" = 0 ] && break
+			[ "$left" -gt 0 ] || fail fabric.triangle.uncabled "a and c still logged in after 600 s"
+			nap
+			left=$((left - 1))
+		done
+		note "fabric.triangle.uncabled: a and c are done and logged out"
+	else
+		peer=c
+		[ "$ROLE" = c ] && peer=a
+		# pull_cable LINK: the emulated cable under tb5 link LINK
+		# (the tbemu PCI device its XDomain hangs off) pulled.
+		cat >"$TMP/pull_cable" <<-EOF
+			#!/bin/sh
+			path=\$(readlink -f "$CLASS/\$1")
+			pci=\$(echo "\$path" | grep -o '[0-9a-f]\{4\}:[0-9a-f]\{2\}:[0-9a-f]\{2\}\.[0-9a-f]' | tail -n 1)
+			cable=/sys/bus/pci/devices/\$pci/tbemu/plugged
+			[ -n "\$pci" ] && [ -w "\$cable" ] ||
+				{ echo "pull_cable: no emulated cable under \$path" >&2; exit 1; }
+			echo "# pulling the cable \$pci under \$1 (to \$(cat "$CLASS/\$1/peer_id"))"
+			echo 0 >"\$cable" && echo "\$cable" >>"$TMP/pulled"
+		EOF
+		chmod 755 "$TMP/pull_cable"
+		export TB5_PLUGIN_TEST_PULL="$TMP/pull_cable"
+		plugin_ranks fabric.triangle.uncabled 'Abi/PluginRemote.CableMissingNamesBothHosts/*' "$peer"
+		unset TB5_PLUGIN_TEST_PULL
+		for cable in $(cat "$TMP/pulled" 2>/dev/null); do echo 1 >"$cable"; done
+		wait_ready 2 120 || fail fabric.triangle.uncabled "the cable put back did not come up"
+	fi
 	# Everyone asked and answered: leave.
 	rmmod tb5 || fail fabric.unload "rmmod tb5"
 	rmmod tbemu || fail fabric.unload "rmmod tbemu"
@@ -397,7 +459,7 @@ pass fabric.selftest
 
 # -- the NCCL plugin --------------------------------------------------------------
 check=fabric.plugin
-plugin_ranks "$check" 'PluginExports.*:Abi/PluginVersion.*:Abi/PluginRemote.*'
+plugin_ranks "$check" 'PluginExports.*:Abi/PluginVersion.*:Abi/PluginRemote.TwoHosts/*'
 
 # -- faults -----------------------------------------------------------------------
 PCI=/sys/bus/pci/drivers/tbemu
