@@ -4,6 +4,16 @@
  * (see the header). Compiled into tb5.ko and into tests/tb/.
  */
 #include "tb5_tb_proto.h"
+#include "tb5_wire.h"
+
+/*
+ * A peer whose frames are another wire version is refused here, by the
+ * service's protocol version (tb5_tb_service_check(), the login), before
+ * any frame: it must not meet the core as malformed frames, which read as
+ * an attack. So a new TB5_WIRE_VERSION comes with a new TB5_TB_PRTCVERS.
+ */
+_Static_assert(TB5_WIRE_VERSION == 1 && TB5_TB_PRTCVERS == 1,
+	       "a new TB5_WIRE_VERSION needs a new TB5_TB_PRTCVERS");
 
 /* c0c200ff-bcc4-4391-9907-8a01ba97e65d: the property directory. */
 const uint8_t tb5_tb_dir_uuid[16] = {

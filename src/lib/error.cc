@@ -86,6 +86,9 @@ extern "C" const char *tb5_strerror(int err)
 	case -EPROTO:
 		return "the peer broke the protocol (a malformed frame, or data "
 		       "outside the posted receive: see the link's drop counters)";
+	case -EPROTONOSUPPORT:
+		return "version mismatch: the tb5 module, or the simulator's fabric, "
+		       "speaks another version than this libtb5";
 	case -EBADMSG:
 		return "frames of the message were lost on the way (sequence gap: "
 		       "see the link's drop counters)";

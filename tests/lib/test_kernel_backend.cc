@@ -47,6 +47,7 @@ struct FakeModule {
 	std::vector<uint32_t> made;	// endpoints made, in order
 	std::vector<uint32_t> closed;	// TB5_IOC_EP_CLOSE'd, in order
 	size_t cq_size = 0;		// the queue's mmap_size
+	bool bad_layout = false;	// the queue's ring says one entry less
 	// TB5_IOC_EP_QUERY's answer
 	uint32_t ep_state = TB5_EP_STATE_CONNECTED;
 	int32_t ep_error = 0;
@@ -98,7 +99,7 @@ int FakeModule::ioctl(int fd, unsigned long req, void *arg)
 
 		c->entries_offset = sizeof(ring);
 		c->mmap_size = sizeof(ring) + size_t(c->entries) * sizeof(tb5_cqe);
-		ring.entries = c->entries;
+		ring.entries = bad_layout ? c->entries - 1 : c->entries;
 		if (ftruncate(fd, off_t(c->mmap_size)) ||
 		    pwrite(fd, &ring, sizeof(ring), 0) != ssize_t(sizeof(ring)))
 			return -1;
@@ -303,21 +304,52 @@ TEST_F(KernelBackend, AFileThatIsNotTheDeviceIsRefused)
 		<< tb5_last_error();
 }
 
+// A module of another ABI version is a version mismatch, with an errno
+// of its own (-EPROTONOSUPPORT), never -EPROTO (a peer that broke the
+// protocol): the message names both versions and what to do.
 TEST_F(KernelBackend, AnotherAbiVersionIsAClearError)
 {
 	tb5_device *d = nullptr;
 
 	std::ofstream(root + "/dev/tb5_0") << "x";
 	fake_abi = TB5_ABI_VERSION + 1;
-	EXPECT_EQ(tb5_open("tb5_0", &d), -EPROTO);
+	EXPECT_EQ(tb5_open("tb5_0", &d), -EPROTONOSUPPORT);
 	EXPECT_EQ(d, nullptr);
 	const std::string msg = tb5_last_error();
-	EXPECT_NE(msg.find("ABI version " + std::to_string(TB5_ABI_VERSION + 1)),
+	EXPECT_NE(msg.find("the tb5 module (9.0.0) speaks ABI version " +
+			   std::to_string(TB5_ABI_VERSION + 1)),
 		  std::string::npos) << msg;
-	EXPECT_NE(msg.find("install"), std::string::npos) << msg;
-	// An ABI mismatch says so in tb5_last_error(); -EPROTO's string is
+	EXPECT_NE(msg.find("this libtb5 (" TB5_TEST_VERSION ") speaks ABI version " +
+			   std::to_string(TB5_ABI_VERSION)),
+		  std::string::npos) << msg;
+	EXPECT_NE(msg.find("install tb5-dkms and libtb5 of the same release, then "
+			   "reload the module"), std::string::npos) << msg;
+	// The code's own words say version, not attack; -EPROTO's string is
 	// about a peer that broke the protocol, not about versions.
+	const std::string what = tb5_strerror(-EPROTONOSUPPORT);
+	EXPECT_NE(what.find("version mismatch"), std::string::npos) << what;
+	EXPECT_EQ(what.find("protocol"), std::string::npos) << what;
 	EXPECT_EQ(std::string(tb5_strerror(-EPROTO)).find("ABI"), std::string::npos);
+	EXPECT_EQ(std::string(tb5_strerror(-EPROTO)).find("version"), std::string::npos);
+}
+
+// A module that says this ABI version but lays its completion queue out
+// otherwise speaks another ABI all the same: the same mismatch.
+TEST_F(KernelBackend, AQueueLayoutOfAnotherAbiIsAVersionMismatch)
+{
+	tb5_device *d = nullptr;
+
+	std::ofstream(root + "/dev/tb5_0") << "x";
+	fake.on = true;
+	fake.bad_layout = true;
+	EXPECT_EQ(tb5_open("tb5_0", &d), -EPROTONOSUPPORT);
+	EXPECT_EQ(d, nullptr);
+	const std::string msg = tb5_last_error();
+	EXPECT_NE(msg.find("its completion queue layout is not what ABI version " +
+			   std::to_string(TB5_ABI_VERSION)),
+		  std::string::npos) << msg;
+	EXPECT_NE(msg.find("install tb5-dkms and libtb5 of the same release"),
+		  std::string::npos) << msg;
 }
 
 TEST_F(KernelBackend, PermissionProblemsSayWhatToDo)

@@ -6,6 +6,8 @@
 // simulator's settings (TB5_SIM), which skip on the kernel, saying so.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "fabric_file.hpp"
 #include "lib_harness.hpp"
 
 namespace {
@@ -603,6 +606,40 @@ TEST(SimConfig, AFabricKeepsItsSettings)
 		  std::string::npos) << msg;
 	EXPECT_EQ(child_list_links(fabric.c_str(), &msg), EBUSY);
 	EXPECT_NE(msg.find("taken"), std::string::npos) << msg;
+}
+
+// A fabric that a libtb5 of another version made is a version mismatch
+// (-EPROTONOSUPPORT, both versions named), not a protocol break; and the
+// process that refuses it leaves the file as it found it, for the
+// processes of that version.
+TEST(SimConfig, AFabricOfAnotherVersionIsAVersionMismatch)
+{
+	TB5_SIM_ONLY(kSettings);
+	using tb5::sim::FabricHeader;
+	const std::string fabric = "tb5test-version-" + std::to_string(getpid());
+	const std::string shm = "/tb5sim." + fabric;
+	const uint32_t other = tb5::sim::kFabricVersion + 1;
+	FabricHeader *h = tb5test::make_fabric_file(fabric, other);
+
+	ASSERT_NE(h, nullptr) << strerror(errno);
+	auto *p = reinterpret_cast<uint8_t *>(h);
+	const std::vector<uint8_t> before(p, p + sizeof(FabricHeader));
+
+	std::string msg;
+	EXPECT_EQ(child_list_links(fabric.c_str(), &msg), EPROTONOSUPPORT);
+	EXPECT_NE(msg.find("fabric " + fabric + " (/dev/shm" + shm + ") was made by "
+			   "a libtb5 that speaks fabric version " + std::to_string(other) +
+			   ", this libtb5 (" + tb5_version() + ") speaks fabric version " +
+			   std::to_string(tb5::sim::kFabricVersion)),
+		  std::string::npos) << msg;
+	EXPECT_NE(msg.find("libtb5 of one release"), std::string::npos) << msg;
+	EXPECT_EQ(msg.find("protocol"), std::string::npos) << msg;
+	struct stat st = {};
+	EXPECT_EQ(stat(("/dev/shm" + shm).c_str(), &st), 0) << "the refusal removed the file";
+	EXPECT_EQ(std::vector<uint8_t>(p, p + sizeof(FabricHeader)), before)
+		<< "the refusal wrote into the file";
+	munmap(h, sizeof(FabricHeader));
+	shm_unlink(shm.c_str());
 }
 
 // The drop counters through libtb5: none grow on clean traffic, and the

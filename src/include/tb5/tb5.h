@@ -49,6 +49,8 @@
  *   failure. tb5_strerror() describes an error code; tb5_last_error() gives
  *   the calling thread's detailed message about its last failure, e.g. which
  *   module ABI version was found and which one the library speaks.
+ *   -EPROTONOSUPPORT from tb5_open() is a version mismatch; -EPROTO in a
+ *   completion, a peer that broke the protocol; -EBADMSG, frames lost.
  *
  * Threads
  *   Every function may be called from any thread. Completions of a device
@@ -203,11 +205,19 @@ TB5_API const char *tb5_backend_str(uint32_t backend);
 /*
  * The links of this host, in a stable order. *links is an array of *count
  * entries (NULL and 0 when there is none), freed with tb5_free_link_list().
+ * With TB5_SIM set it joins the fabric, and fails as tb5_open() does
+ * (-EPROTONOSUPPORT) when a libtb5 of another version made it.
  */
 TB5_API int tb5_list_links(struct tb5_link_info **links, size_t *count);
 TB5_API void tb5_free_link_list(struct tb5_link_info *links);
 
-/* Open a link by name. -ENODEV: no such link; -EPROTO: ABI mismatch. */
+/*
+ * Open a link by name. -ENODEV: no such link. -EPROTONOSUPPORT: a version
+ * mismatch, not a protocol break: the tb5 module speaks another ABI version
+ * than this library (kernel links), or the simulator's fabric was made by
+ * a libtb5 of another version (simulator links); tb5_last_error() names
+ * both versions and what to do.
+ */
 TB5_API int tb5_open(const char *name, tb5_device **dev);
 /* Close endpoints, deregister memory, free the device. */
 TB5_API void tb5_close(tb5_device *dev);

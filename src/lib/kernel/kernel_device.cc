@@ -57,6 +57,11 @@ static_assert(TB5_UAPI_DROP_MALFORMED == TB5_DROP_MALFORMED &&
 namespace tb5::kernel {
 namespace {
 
+// What to do about a module of another ABI version (-EPROTONOSUPPORT).
+constexpr char kMatchingRelease[] =
+	"install tb5-dkms and libtb5 of the same release, then reload the "
+	"module (modprobe -r tb5 && modprobe tb5)";
+
 struct KernelMr : tb5_mr {
 	uint32_t handle;
 	KernelMr(tb5_device *d, uint64_t l, uint32_t h) : tb5_mr(d, l), handle(h) {}
@@ -169,14 +174,15 @@ int KernelDevice::init()
 	if (ret)
 		return fail(ret, "%s: TB5_IOC_GET_VERSION: %s", name_.c_str(),
 			    strerror(-ret));
+	// A version mismatch, not a protocol break: its own errno.
 	if (version_.abi_version != TB5_ABI_VERSION)
-		return fail(-EPROTO,
+		return fail(-EPROTONOSUPPORT,
 			    "%s: the tb5 module (%u.%u.%u) speaks ABI version "
-			    "%u, this libtb5 (%s) speaks ABI version %u: install "
-			    "tb5-dkms and libtb5 of the same release",
+			    "%u, this libtb5 (%s) speaks ABI version %u: %s",
 			    name_.c_str(), version_.module_major,
 			    version_.module_minor, version_.module_patch,
-			    version_.abi_version, tb5_version(), TB5_ABI_VERSION);
+			    version_.abi_version, tb5_version(), TB5_ABI_VERSION,
+			    kMatchingRelease);
 	ret = ioc(TB5_IOC_GET_INFO, &info_);
 	if (ret)
 		return fail(ret, "%s: TB5_IOC_GET_INFO: %s", name_.c_str(),
@@ -197,9 +203,13 @@ int KernelDevice::init()
 	if (cc.entries_offset + uint64_t(ring_->entries) * sizeof(tb5_cqe) >
 		    cc.mmap_size ||
 	    !ring_->entries || (ring_->entries & (ring_->entries - 1)))
-		return fail(-EPROTO, "%s: the module's completion queue layout "
-			    "is not what ABI %u says", name_.c_str(),
-			    TB5_ABI_VERSION);
+		return fail(-EPROTONOSUPPORT, "%s: the tb5 module (%u.%u.%u) "
+			    "says ABI version %u, but its completion queue "
+			    "layout is not what ABI version %u of this libtb5 "
+			    "(%s) says: %s", name_.c_str(),
+			    version_.module_major, version_.module_minor,
+			    version_.module_patch, version_.abi_version,
+			    TB5_ABI_VERSION, tb5_version(), kMatchingRelease);
 	entries_ = reinterpret_cast<tb5_cqe *>(static_cast<char *>(p) +
 					       cc.entries_offset);
 	mask_ = ring_->entries - 1;

@@ -21,16 +21,20 @@
 
 #include "error.hpp"
 #include "sim/frame_ring.hpp"
+#include "tb5/tb5.h"
+#include "tb5_wire.h"
 #include "util/unique_fd.hpp"
 
 namespace tb5::sim {
 namespace {
 
-constexpr uint64_t kMagic = 0x74623573696d3031ull;	// "tb5sim01"
-// 2: ring descriptors carry the link-rate model's due time.
-// 3: the header says which pairs are uncabled.
-// 4: cables=K parallel cables a pair; cable files name their cable.
-constexpr uint32_t kVersion = 4;
+// Processes whose frames are another wire version are refused at join, by
+// the fabric's version (a version mismatch), before any frame: they must
+// not meet the core as malformed frames, which read as an attack. So a new
+// TB5_WIRE_VERSION comes with a new kFabricVersion.
+static_assert(TB5_WIRE_VERSION == 1 && kFabricVersion == 4,
+	      "a new TB5_WIRE_VERSION needs a new kFabricVersion");
+
 constexpr const char *kShmDir = "/dev/shm";
 
 uint64_t random_session()
@@ -127,6 +131,17 @@ int Fabric::join(const Config &cfg)
 	}
 }
 
+// Returns @err, having let go of a file that is no fabric of this version:
+// leave() then neither writes into it nor removes it (the processes of its
+// own version use it).
+int Fabric::forget(int err)
+{
+	hdr_ = nullptr;
+	map_.reset();
+	fd_.reset();
+	return err;
+}
+
 bool Fabric::unlinked() const
 {
 	struct stat st = {};
@@ -188,33 +203,43 @@ int Fabric::join_once(const Config &cfg)
 				    describe_uncabled(cfg.uncabled).c_str(), i,
 				    cfg.hosts);
 		}
-		hdr_->version = kVersion;
+		hdr_->version = kFabricVersion;
 		hdr_->hosts = cfg.hosts;
 		hdr_->ring_size = cfg.ring_size;
 		hdr_->cables = cfg.cables;
 		memcpy(hdr_->uncabled, cfg.uncabled, sizeof(hdr_->uncabled));
-		hdr_->magic.store(kMagic, std::memory_order_release);
+		hdr_->magic.store(kFabricMagic, std::memory_order_release);
 	} else {
 		int i;
 
 		for (i = 0; i < 2000 && hdr_->magic.load(std::memory_order_acquire) !=
-					      kMagic; i++)
+					      kFabricMagic; i++)
 			sleep_ms(1);
-		if (hdr_->magic.load(std::memory_order_acquire) != kMagic ||
-		    hdr_->version != kVersion)
-			return fail(-EPROTO, "simulator: %s%s is not a version %u "
-				    "tb5 fabric (remove it if no process uses it)",
-				    kShmDir, shm_name.c_str(), kVersion);
+		if (hdr_->magic.load(std::memory_order_acquire) != kFabricMagic)
+			return forget(fail(-EPROTO, "simulator: %s%s is not a tb5 "
+					   "fabric (remove it if no process uses it)",
+					   kShmDir, shm_name.c_str()));
+		// A process of another libtb5 made it: a version mismatch,
+		// not a protocol break.
+		if (hdr_->version != kFabricVersion)
+			return forget(fail(-EPROTONOSUPPORT, "simulator: fabric %s "
+					   "(%s%s) was made by a libtb5 that speaks "
+					   "fabric version %u, this libtb5 (%s) speaks "
+					   "fabric version %u: run the fabric's processes "
+					   "with libtb5 of one release, or give this one "
+					   "a fabric of its own (TB5_SIM=<another name>)",
+					   name_.c_str(), kShmDir, shm_name.c_str(),
+					   hdr_->version, tb5_version(), kFabricVersion));
 		if (hdr_->hosts < 1 || hdr_->hosts > kMaxHosts ||
 		    hdr_->ring_size < TB5_RING_SIZE_MIN ||
 		    hdr_->ring_size > TB5_RING_SIZE_MAX ||
 		    (hdr_->ring_size & (hdr_->ring_size - 1)) ||
 		    hdr_->cables < 1 || hdr_->cables > kMaxCables)
-			return fail(-EPROTO, "simulator: %s%s has bad settings",
-				    kShmDir, shm_name.c_str());
+			return forget(fail(-EPROTO, "simulator: %s%s has bad settings",
+					   kShmDir, shm_name.c_str()));
 		if (!valid_uncabled(hdr_->uncabled, hdr_->hosts))
-			return fail(-EPROTO, "simulator: %s%s has bad settings",
-				    kShmDir, shm_name.c_str());
+			return forget(fail(-EPROTO, "simulator: %s%s has bad settings",
+					   kShmDir, shm_name.c_str()));
 		if (cfg.hosts_given && cfg.hosts != hdr_->hosts)
 			return fail(-EINVAL, "simulator: fabric %s has %u hosts; "
 				    "TB5_SIM asks for %u", name_.c_str(),

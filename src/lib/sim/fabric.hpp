@@ -39,6 +39,14 @@ struct alignas(64) HostSlot {
 	std::atomic<uint32_t> sleepers;
 };
 
+// The fabric file's magic ("tb5sim01"), and the layout's version: a
+// process of another version refuses the file (-EPROTONOSUPPORT).
+// 2: ring descriptors carry the link-rate model's due time.
+// 3: the header says which pairs are uncabled.
+// 4: cables=K parallel cables a pair; cable files name their cable.
+inline constexpr uint64_t kFabricMagic = 0x74623573696d3031ull;
+inline constexpr uint32_t kFabricVersion = 4;
+
 struct FabricHeader {
 	std::atomic<uint64_t> magic;		// set last by the creator
 	uint32_t version;
@@ -87,6 +95,8 @@ public:
 
 private:
 	int join_once(const Config &cfg);
+	// Lets go of a file that is no fabric of this version; returns @err.
+	int forget(int err);
 	bool claim(uint32_t i, uint64_t expect);
 	bool unlinked() const;
 	void remove_stale_cables(uint32_t slot);
