@@ -265,7 +265,16 @@ public:
 		CUresult r;
 		int ret = -EOPNOTSUPP;
 
+		CUdevice other = 0;
+		CUcontext octx = nullptr;
+
 		set_current();
+		// Memory of another device than the engine's (one process
+		// driving several GPUs): cuMemGetAddressRange finds it only in
+		// that device's context.
+		if (span.device != ordinal_ && !api_.cuDeviceGet(&other, span.device) &&
+		    !api_.cuDevicePrimaryCtxRetain(&octx, other))
+			api_.cuCtxSetCurrent(octx);
 		// A cuMem allocation by its shareable handle; anything else
 		// (or one that cannot be) by CUDA IPC, which takes cudaMalloc
 		// memory.
@@ -275,6 +284,10 @@ public:
 			api_.cuMemRelease(mh);
 			if (ret)
 				cumem_why = tb5_last_error();
+		}
+		if (octx) {
+			set_current();
+			api_.cuDevicePrimaryCtxRelease(other);
 		}
 		if (ret) {
 			h = {};
@@ -494,6 +507,7 @@ private:
 			return fail(-EIO, "a CUDA stream on device %d: %s", ordinal,
 				    str(r));
 		}
+		ordinal_ = ordinal;
 		ctx_.store(ctx);	// with its stream
 		return 0;
 	}
@@ -508,6 +522,7 @@ private:
 	CudaApi api_ = {};
 	std::mutex mu_;
 	CUdevice dev_ = 0;
+	int ordinal_ = 0;		// dev_'s
 	std::atomic<CUcontext> ctx_{ nullptr };	// set once, with stream_
 	CUstream stream_ = nullptr;
 	std::string vmm_why_;		// why cuMem exports are off ("": on)
