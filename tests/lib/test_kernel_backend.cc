@@ -13,7 +13,6 @@
 #include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,6 +28,8 @@
 
 #include "tb5/tb5.h"
 #include "tb5_uapi.h"
+// After tb5.h: the uAPI's structs first would hide its functions.
+#include "fake_abi.h"
 
 namespace {
 
@@ -147,15 +148,7 @@ extern "C" int ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	if (fake.on)
 		return fake.ioctl(fd, req, arg);
-	if (req == TB5_IOC_GET_VERSION && fake_abi.load()) {
-		auto *v = static_cast<struct tb5_version *>(arg);
-
-		memset(v, 0, sizeof(*v));
-		v->abi_version = fake_abi.load();
-		v->module_major = 9;
-		return 0;
-	}
-	return int(syscall(SYS_ioctl, fd, req, arg));
+	return tb5_fake_abi_ioctl(fd, req, arg, fake_abi.load());
 }
 
 // libtb5's allocations come here too (the program's operator new replaces

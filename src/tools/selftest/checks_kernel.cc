@@ -271,9 +271,11 @@ void check_abi(const Environment &env, Report &report)
 					": the module speaks its ABI"));
 			return;
 		}
-		if (err == -EPROTO) {
-			report.add(fail("abi", std::string("ABI mismatch opening ") + name + ": " +
-					tb5_last_error(),
+		if (err == -EPROTONOSUPPORT) {
+			// A version mismatch, not a protocol break: the
+			// message names both ABI versions.
+			report.add(fail("abi", std::string("ABI version mismatch opening ") + name +
+					": " + tb5_last_error(),
 					"install tb5-dkms and libtb5 of one release, then reload the module "
 					"(modprobe -r tb5 && modprobe tb5)"));
 			return;

@@ -9,15 +9,17 @@
 #       a responder (--respond --count 1) and a selftest process in one
 #       fabric: the mesh round trip PASSes, the responder reports the
 #       connection and exits 0
-#   selftest_test.sh fake  ...
+#   selftest_test.sh fake  ... [<tb5-fake-abi.so>]
 #       a fake module tree (sysfs and /dev): the kernel checks PASS and FAIL
-#       as they should
+#       as they should; with the fake-ABI library (LD_PRELOAD, TB5_FAKE_ABI:
+#       a module of another ABI version), abi FAILs as a version mismatch
+#       naming both versions, not as a protocol break
 #   selftest_test.sh usage ...
 #       bad command lines exit 2; --help names every check and exits 0
 # Each run uses a fabric of its own, so tests may run in parallel.
 set -u
 
-case_=$1 exe=$2 cmake=$3 check_json=$4
+case_=$1 exe=$2 cmake=$3 check_json=$4 fake_abi_lib=${5:-}
 fabric="tb5st-${case_}-$$-${RANDOM}"
 work=$(mktemp -d)
 responder=
@@ -100,10 +102,11 @@ fake)
 		echo "$((16#$maj)):$((16#$min))" >"$work/class/tb5_0/dev"
 	}
 	ln -s /dev/null "$work/dev/tb5_0"
+	fake_env=()	# more of the environment for the next fake run
 	fake() {
 		local rc=0
-		TB5_SYSFS_MODULE=$work/module TB5_SYSFS_CLASS=$work/class TB5_DEV_DIR=$work/dev \
-			"$exe" --json --timeout 1 >"$work/out.json" || rc=$?
+		env "${fake_env[@]}" TB5_SYSFS_MODULE="$work/module" TB5_SYSFS_CLASS="$work/class" \
+			TB5_DEV_DIR="$work/dev" "$exe" --json --timeout 1 >"$work/out.json" || rc=$?
 		cat "$work/out.json"
 		[[ $rc -eq 1 ]] || fail "tb5-selftest exited $rc, expected 1"
 		"$cmake" -DJSON="$work/out.json" -DALLOW_FAIL=ON -P "$check_json" "$@" ||
@@ -120,6 +123,24 @@ fake)
 	fake '^module$=FAIL' '^params$=FAIL' '^node:tb5_0$=FAIL'
 	rm "$work/dev/tb5_0"
 	fake '^node:tb5_0$=FAIL' '^perms:tb5_0$=SKIP'
+	if [[ -n $fake_abi_lib ]]; then
+		# The tree as it was at first, and a module of ABI version 2
+		# behind the node (the preloaded library answers
+		# TB5_IOC_GET_VERSION for it): a version mismatch, both named.
+		echo "$lib_version" >"$work/module/version"
+		echo 4096 >"$work/module/parameters/ring_size"
+		stat -L -c '%t %T' /dev/null | {
+			read -r maj min
+			echo "$((16#$maj)):$((16#$min))" >"$work/class/tb5_0/dev"
+		}
+		ln -s /dev/null "$work/dev/tb5_0"
+		fake_env=(LD_PRELOAD="$fake_abi_lib" TB5_FAKE_ABI=2)
+		fake '^module$=PASS' '^node:tb5_0$=PASS' '^abi$=FAIL'
+		fake_env=()
+		grep -q '"ABI version mismatch opening tb5_0: tb5_0: the tb5 module (9.0.0) speaks ABI version 2, this libtb5 ([0-9.]*) speaks ABI version 1: install tb5-dkms and libtb5 of the same release' "$work/out.json" ||
+			fail "abi does not report the version mismatch with both versions"
+		grep -q 'broke the protocol' "$work/out.json" && fail "a version mismatch reads as a protocol break"
+	fi
 	;;
 usage)
 	for bad in "--no-such-option" "--timeout" "--timeout 0" "--count 3" "extra"; do
