@@ -691,6 +691,64 @@ TEST_F(LoopPair, DropCountersAndTheirWords)
 		  std::string::npos);
 }
 
+// tb5_get_drops() counting one drop of a known kind, on either backend: a
+// connector gives up (closes its endpoint) after its CONNECT reached the
+// listener, and the listener accepts all the same. The ACCEPT finds no
+// connecting endpoint on the connector's end, which drops it as
+// unknown_connection and answers it with a CLOSE (the transport core's
+// tb5_rx_accept(), the same in tb5.ko and the simulator): exactly one drop
+// there, none on the listener's end, and the accepted endpoint reads that
+// the peer closed.
+TEST_F(LoopPair, AnAcceptForAClosedConnectorIsOneUnknownConnectionDrop)
+{
+	tb5_drops a0, b0, a1, b1;
+	tb5_address addr;
+	tb5_endpoint *listener = nullptr, *client = nullptr, *server = nullptr;
+	char buf[256];
+
+	// A message each way first: what earlier tests left on the rings
+	// arrives before the counting starts.
+	buffers(4096);
+	ASSERT_TRUE(connect_pair(a, b, 0x1f, c));
+	ASSERT_EQ(tb5_recv(c.server, rmr, 0, 4096, 1, 1), 0);
+	ASSERT_EQ(tb5_send(c.client, smr, 0, 4096, 1, 1), 0);
+	auto r = await(a, is_recv, { &b });
+	ASSERT_TRUE(r && r->status == 0);
+	ASSERT_TRUE(await(b, is_send, { &a }));
+	ASSERT_EQ(tb5_get_drops(a.dev, &a0), 0) << tb5_last_error();
+	ASSERT_EQ(tb5_get_drops(b.dev, &b0), 0) << tb5_last_error();
+
+	ASSERT_EQ(tb5_endpoint_listen(a.dev, 0x20, 0, 7, &listener), 0) << tb5_last_error();
+	ASSERT_EQ(tb5_endpoint_address(listener, &addr), 0);
+	ASSERT_EQ(tb5_endpoint_connect(b.dev, &addr, 8, &client), 0) << tb5_last_error();
+	auto in = await(a, [&](const tb5_wc &w) {
+		return w.kind == TB5_WC_EVENT && w.event == TB5_WC_INCOMING && w.ep == listener;
+	}, { &b });
+	ASSERT_TRUE(in) << "no TB5_WC_INCOMING";
+	ASSERT_EQ(tb5_endpoint_close(client), 0);
+	ASSERT_EQ(tb5_endpoint_accept(listener, 9, &server), 0) << tb5_last_error();
+	auto gone = await(a, [&](const tb5_wc &w) {
+		return w.kind == TB5_WC_EVENT && w.ep == server;
+	}, { &b });
+	ASSERT_TRUE(gone) << "the accepted endpoint heard nothing";
+	EXPECT_EQ(gone->event, TB5_WC_PEER_CLOSED);
+	EXPECT_EQ(gone->status, -ECONNRESET);
+
+	ASSERT_EQ(tb5_get_drops(a.dev, &a1), 0) << tb5_last_error();
+	ASSERT_EQ(tb5_get_drops(b.dev, &b1), 0) << tb5_last_error();
+	EXPECT_EQ(b1.unknown_connection, b0.unknown_connection + 1);
+	EXPECT_EQ(b1.malformed, b0.malformed);
+	EXPECT_EQ(b1.out_of_window, b0.out_of_window);
+	EXPECT_EQ(b1.ring_overflow, b0.ring_overflow);
+	EXPECT_EQ(b1.sequence_gap, b0.sequence_gap);
+	EXPECT_STREQ(tb5_drops_describe(&b0, &b1, buf, sizeof(buf)),
+		     "1 frame for no open connection (unknown connection)");
+	EXPECT_STREQ(tb5_drops_describe(&a0, &a1, buf, sizeof(buf)), "")
+		<< "the listener's end dropped nothing";
+	EXPECT_EQ(tb5_endpoint_close(server), 0);
+	EXPECT_EQ(tb5_endpoint_close(listener), 0);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
