@@ -196,8 +196,11 @@ int get_host(Host **out)
 	ret = h->init(cfg);
 	if (ret) {
 		h->fabric.leave();
-		// Links made so far hold the fabric: keep them (idle).
-		h.release();
+		// Links made so far hold the fabric: keep them (idle). A host
+		// that made none (its fabric was refused: another version, other
+		// settings) holds nothing, and goes.
+		if (!h->links.empty())
+			h.release();
 		return ret;
 	}
 	the_host = h.release();
