@@ -25,6 +25,8 @@ void run_kernel_checks(const Environment &env, const Options &opt, Report &repor
 void run_secureboot_check(const Environment &env, Report &report);
 // link:<name>, roundtrip:<name>              (checks_links.cc)
 void run_link_checks(const Environment &env, const Options &opt, Report &report);
+// gpu:<name>                                 (checks_gpu.cc)
+void run_gpu_checks(const Environment &env, const Options &opt, Report &report);
 // plugin                                     (checks_plugin.cc)
 void run_plugin_check(const Options &opt, Report &report);
 // counters                                   (checks_counters.cc)

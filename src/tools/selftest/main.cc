@@ -50,6 +50,10 @@ const char kChecks[] = R"(Checks, in order (a name is <check> or <check>:<subjec
                     simulated host); the peer must run `tb5-selftest
                     --respond`, else SKIP. Every wait gives up after
                     --timeout seconds with FAIL.
+  gpu:<name>        whether GPU memory can be registered on each link (NCCL's
+                    GPUDirect path): the module imports dma-bufs and CUDA has
+                    a device that exports them, or the simulator has a DMA
+                    engine; SKIP with the reason otherwise.
   plugin            the NCCL plugin (libnccl-net-tb5.so, or --plugin) loads,
                     is named TB5, initialises and reports >= 1 device; SKIP
                     when not installed.
@@ -112,6 +116,7 @@ int main(int argc, char **argv)
 		tb5selftest::run_kernel_checks(env, opt, report);
 		tb5selftest::run_secureboot_check(env, report);
 		tb5selftest::run_link_checks(env, opt, report);
+		tb5selftest::run_gpu_checks(env, opt, report);
 		tb5selftest::run_plugin_check(opt, report);
 		tb5selftest::run_counters_check(report);
 		return report.finish();
