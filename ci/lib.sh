@@ -201,7 +201,7 @@ tb5_lanes() {
 			# shellcheck disable=SC2030  # the subshell's own, on purpose
 			TB5_STAGE_TIMES=() TB5_STAGES_PASSED=0 TB5_STAGE=
 			"$2"
-		) 2>&1 | sed -u "s/^/[$1] /" &
+		) 2>&1 | tee "$dir/$n.log" | sed -u "s/^/[$1] /" &
 		n=$((n + 1))
 		shift 2
 	done
@@ -220,6 +220,7 @@ tb5_lanes() {
 		lane_rc=$TB5_LANE_RC
 		if ((lane_rc != 0)); then
 			echo "lane $name: FAILED in stage '$TB5_LANE_STAGE' (exit $lane_rc)"
+			tb5_lane_failure "$name" "$dir/$i.log"
 			if [[ -z $first_failed ]]; then
 				first_failed="[$name] $TB5_LANE_STAGE" rc=$lane_rc
 			fi
@@ -232,6 +233,17 @@ tb5_lanes() {
 		TB5_STAGE=$first_failed
 		exit "$rc"
 	fi
+}
+
+# tb5_lane_failure NAME LOG: what a failed lane said last, again, after
+# every lane's end: the other lane's output interleaves with it, and only
+# the end of a CI log may be kept.
+tb5_lane_failure() {
+	[[ -s $2 ]] || return 0
+	echo "lane $1: its FAIL and error lines (the last 30):"
+	grep -aE '(^|[^A-Za-z_])(FAIL|error:)' "$2" | tail -n 30 | sed "s/^/  [$1] /" || true
+	echo "lane $1: the last 30 lines of its output:"
+	tail -n 30 "$2" | sed "s/^/  [$1] /"
 }
 
 # tb5_lane_exit FILE: a lane's EXIT trap: its verdict and table in FILE.
