@@ -94,6 +94,8 @@ resolve_paths() {
   # LD_LIBRARY_PATH of the tb5 runs: LIBPATH, then the caller's.
   TB5_LDPATH=$LIBPATH${LD_LIBRARY_PATH:+${LIBPATH:+:}$LD_LIBRARY_PATH}
   BIN=${bin:-$REPO/build-nccl-check/nccl_check}
+  # "none": a script that runs no nccl_check (run-ddp.sh).
+  [[ $BIN != none ]] || return 0
   if [[ ! -x $BIN && $DRY_RUN != 1 ]]; then
     note "building $BIN"
     "$GPU_DIR/build.sh" "$(dirname "$BIN")" || die "cannot build nccl_check"

@@ -48,7 +48,7 @@ for s in lib.sh run-validation.sh run-benchmark.sh; do
   if bash -n "$dir/$s"; then ok "bash -n $s"; else bad "bash -n $s"; fi
 done
 if command -v shellcheck >/dev/null 2>&1; then
-  if (cd "$dir" && shellcheck -x run-validation.sh run-benchmark.sh lib.sh test-scripts.sh run-gpu-direct-session.sh); then
+  if (cd "$dir" && shellcheck -x run-validation.sh run-benchmark.sh lib.sh test-scripts.sh run-gpu-direct-session.sh run-ddp.sh); then
     ok "shellcheck"
   else
     bad "shellcheck"
@@ -105,6 +105,13 @@ count "$c" 'nostage/test_sim_cuda$' 1
 count "$c" 'run-validation.sh .*--gdr' 4
 count "$c" 'run-benchmark.sh .*tb5-gdr-rate80 sim=rate=80 NCCL_NET_GDR_LEVEL=SYS --' 3
 count "$c" 'run-benchmark.sh .*--transports tb5,shm,socket4x4 ' 3
+
+# The DDP run's arguments (it needs torch and GPUs to go further).
+expect 0 'Usage: tests/gpu/run-ddp.sh' "$dir/run-ddp.sh" --help
+expect 2 'nranks 1: a number of processes' "$dir/run-ddp.sh" --nranks 1
+expect 2 'steps 0: a positive number' "$dir/run-ddp.sh" --steps 0
+expect 2 'unknown argument: --bogus' "$dir/run-ddp.sh" --bogus
+expect 2 'init-file .* exists' python3 "$dir/ddp_check.py" --init-file "$dir" --out "$tmp/x.json"
 
 # Benchmark at four ranks: tb5 beside SHM, Socket and Socket 4x4, the three
 # collectives, four processes each.
