@@ -220,7 +220,7 @@ void note_merge_settings()
 // A version mismatch (-EPROTONOSUPPORT from tb5_list_links() or
 // tb5_open()): this plugin's libtb5 and the tb5 module speak other ABI
 // versions, or the simulator's fabric is another libtb5's. Not a protocol
-// break, and not a link to offer NCCL: said once, with both versions (in
+// break, and not a link to offer NCCL: one warning, with both versions (in
 // libtb5's message), and init fails.
 int version_mismatch(const char *what, int err)
 {
