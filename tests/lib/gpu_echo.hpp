@@ -9,6 +9,8 @@
 #define TB5_LIB_GPU_ECHO_HPP
 
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -78,6 +80,22 @@ inline int echo_region(Dev &d, tb5_endpoint *e, tb5_mr *mr, uint64_t len)
 		if (w.kind != TB5_WC_SEND || w.status)
 			return 15;
 	}
+}
+
+// Closes @e, the client's end to the echo child @child, and waits for the
+// child: its exit status (0: it saw the close and ended well), 128 + the
+// signal that ended it, or -1 when the close failed (the child is killed).
+inline int close_and_reap(tb5_endpoint *e, pid_t child)
+{
+	int st = 0;
+	const int closed = tb5_endpoint_close(e);
+
+	if (closed)
+		kill(child, SIGKILL);
+	waitpid(child, &st, 0);
+	if (closed)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 // What the process writes to stderr while @fn runs.

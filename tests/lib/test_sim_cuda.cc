@@ -281,6 +281,27 @@ int gpu_echo_server()
 
 std::string self_exe;
 
+// Messages of 1 B, 4097 B and 3 MiB + 5 from @from (@src: its first byte,
+// GPU memory if @gpu) to the echo child and back into @rmr (GPU memory at
+// @r), each checked.
+void echo_sizes(Dev &d, tb5_endpoint *e, tb5_mr *from, uint8_t *src, bool gpu, tb5_mr *rmr,
+		uint8_t *r, uint32_t &seed)
+{
+	std::vector<uint8_t> pattern(kLen);
+
+	for (size_t len : { size_t(1), size_t(4097), size_t(3 << 20) + 5 }) {
+		SCOPED_TRACE(std::to_string(gpu) + " " + std::to_string(len));
+		fill_pattern(pattern.data(), len, seed);
+		if (gpu)
+			cuda().put(src, pattern.data(), len);
+		else
+			memcpy(src, pattern.data(), len);
+		ASSERT_NO_FATAL_FAILURE(echo_once(d, e, from, 0, len, rmr, 0, kLen));
+		EXPECT_EQ(check_pattern(cuda().get(r, len).data(), len, seed), -1);
+		seed++;
+	}
+}
+
 // The echo server, this binary again, its memory allocated as @alloc
 // says ("cumem": a cuMem allocation; else cuMemAlloc).
 pid_t start_echo_child(const char *alloc)
@@ -306,7 +327,7 @@ TEST(SimCudaTwoHosts, EchoesBetweenGpuMemoryOfTwoProcesses)
 	ASSERT_FALSE(link.empty());
 	Dev d(link);
 	uint8_t *s = cuda().alloc(kLen), *r = cuda().alloc(kLen);
-	std::vector<uint8_t> h(kLen), pattern(kLen);
+	std::vector<uint8_t> h(kLen);
 	tb5_mr *smr = nullptr, *rmr = nullptr, *hmr = nullptr;
 	tb5_endpoint *e = nullptr;
 
@@ -317,25 +338,9 @@ TEST(SimCudaTwoHosts, EchoesBetweenGpuMemoryOfTwoProcesses)
 	ASSERT_TRUE(e);
 	uint32_t seed = 90;
 
-	for (bool from_gpu : { true, false }) {
-		for (size_t len : { size_t(1), size_t(4097), size_t(3 << 20) + 5 }) {
-			SCOPED_TRACE(std::to_string(from_gpu) + " " + std::to_string(len));
-			fill_pattern(pattern.data(), len, seed);
-			if (from_gpu)
-				cuda().put(s, pattern.data(), len);
-			else
-				memcpy(h.data(), pattern.data(), len);
-			ASSERT_NO_FATAL_FAILURE(
-				echo_once(d, e, from_gpu ? smr : hmr, 0, len, rmr, 0, kLen));
-			EXPECT_EQ(check_pattern(cuda().get(r, len).data(), len, seed), -1);
-			seed++;
-		}
-	}
-	ASSERT_EQ(tb5_endpoint_close(e), 0);
-	int st = 0;
-
-	waitpid(child, &st, 0);
-	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the child: " << st;
+	ASSERT_NO_FATAL_FAILURE(echo_sizes(d, e, smr, s, true, rmr, r, seed));
+	ASSERT_NO_FATAL_FAILURE(echo_sizes(d, e, hmr, h.data(), false, rmr, r, seed));
+	EXPECT_EQ(close_and_reap(e, child), 0) << "the close (-1), or the child's status";
 	EXPECT_EQ(tb5_dereg(smr), 0);
 	EXPECT_EQ(tb5_dereg(rmr), 0);
 	EXPECT_EQ(tb5_dereg(hmr), 0);
@@ -356,7 +361,6 @@ TEST(SimCudaTwoHosts, EchoesBetweenCuMemAllocationsOfTwoProcesses)
 	Dev d(link);
 	uint8_t *s = cuda().alloc_cumem(kLen, true), *r = cuda().alloc_cumem(kLen, true);
 	uint8_t *closed = cuda().alloc_cumem(kLen, false);
-	std::vector<uint8_t> pattern(kLen);
 	tb5_mr *smr = nullptr, *rmr = nullptr, *cmr = nullptr;
 	int r1 = -1, r2 = -1, r3 = -1;
 	std::string said = stderr_of([&] {
@@ -376,21 +380,9 @@ TEST(SimCudaTwoHosts, EchoesBetweenCuMemAllocationsOfTwoProcesses)
 	ASSERT_TRUE(e);
 	uint32_t seed = 190;
 
-	for (tb5_mr *from : { smr, cmr }) {
-		for (size_t len : { size_t(1), size_t(4097), size_t(3 << 20) + 5 }) {
-			SCOPED_TRACE(std::to_string(from == smr) + " " + std::to_string(len));
-			fill_pattern(pattern.data(), len, seed);
-			cuda().put(from == smr ? s : closed, pattern.data(), len);
-			ASSERT_NO_FATAL_FAILURE(echo_once(d, e, from, 0, len, rmr, 0, kLen));
-			EXPECT_EQ(check_pattern(cuda().get(r, len).data(), len, seed), -1);
-			seed++;
-		}
-	}
-	ASSERT_EQ(tb5_endpoint_close(e), 0);
-	int st = 0;
-
-	waitpid(child, &st, 0);
-	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the child: " << st;
+	ASSERT_NO_FATAL_FAILURE(echo_sizes(d, e, smr, s, true, rmr, r, seed));
+	ASSERT_NO_FATAL_FAILURE(echo_sizes(d, e, cmr, closed, true, rmr, r, seed));
+	EXPECT_EQ(close_and_reap(e, child), 0) << "the close (-1), or the child's status";
 	EXPECT_EQ(tb5_dereg(smr), 0);
 	EXPECT_EQ(tb5_dereg(rmr), 0);
 	EXPECT_EQ(tb5_dereg(cmr), 0);

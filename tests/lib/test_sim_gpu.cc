@@ -642,11 +642,7 @@ TEST(SimGpuTwoHosts, APeerWithoutAnEngineTakesGpuFramesThroughTheRing)
 		ASSERT_NO_FATAL_FAILURE(echo_once(d, e, smr, 0, len, rmr, 0, r.len));
 		ASSERT_EQ(check_pattern(r.p, len, uint32_t(len)), -1);
 	}
-	ASSERT_EQ(tb5_endpoint_close(e), 0);
-	int st = 0;
-
-	waitpid(child, &st, 0);
-	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the child: " << st;
+	EXPECT_EQ(close_and_reap(e, child), 0) << "the close (-1), or the child's status";
 	EXPECT_EQ(tb5_dereg(smr), 0);
 	EXPECT_EQ(tb5_dereg(rmr), 0);
 }
