@@ -105,25 +105,37 @@ struct tbemu_shm {
 struct tbemu_cable;
 
 #define TBEMU_ATK_GROUP		6	/* frames of one crafted case */
+#define TBEMU_ATK_REC		4	/* frames of a recorded message */
 
 /* A hostile peer (tbemu_attack.c); under nhi->lock. */
 struct tbemu_attack {
 	int mode;
 	u64 t_len, o_len;	/* receive sizes that name the connections */
-	bool have_target, have_other;
+	u64 p_svc;		/* the service a pending connect is made to */
+	u64 l_svc;		/* a service the victim listens on */
+	bool have_target, have_other, have_pend;
 	u32 t_dst, t_src, t_seq;	/* the attacked connection, its grant */
-	bool t_fresh;		/* no case aimed at t_seq yet */
 	u32 o_dst, o_seq;	/* another connection of the victim */
+	u32 p_src;		/* the victim's connecting endpoint ... */
+	u64 p_cookie;		/* ... and its connection cookie */
 	u32 remaining;		/* frames to mutate, or to flood */
-	u32 next_case;		/* crafted: the next case */
+	u32 next_case;		/* case: the case to send */
+	int case_state;		/* case: 0 waiting, 1 sent, 2 cannot be made */
+	const char *case_name;
 	u32 rng;
 	bool mid_burst;		/* our tb5's last frame did not end a burst */
 	bool in_target;		/* ... and it was of the attacked connection */
 	bool dup;
 	bool held_valid;
+	/* Our tb5's last message (one burst) and grant on that connection. */
+	bool recording, rec_valid, have_cts;
+	u32 rec_n;
+	u8 cts[64];
+	u32 cts_len;
 	atomic64_t injected, mutated;
 	struct tbemu_slot held;
 	struct tbemu_slot grp[TBEMU_ATK_GROUP];
+	struct tbemu_slot rec[TBEMU_ATK_REC];
 };
 
 /* A ring and the NHI's view of its descriptors. */

@@ -7,25 +7,28 @@
  * and the connections. Its emulated NHI then sends, on the DMA path of
  * that login, frames tb5 never would, to the other host's tb5.ko:
  *
- *   crafted T O    a named set of frames, every frame type and field at its
- *                  edges (see craft()), aimed at the connection whose
- *                  receives of T bytes the victim granted (learned from the
- *                  CTS frames it sends us) and at another connection of
- *                  the victim's (receives of O bytes);
+ *   learn T O P L  learn, from the victim's frames, the connection whose
+ *                  receives of T bytes it grants (the attacked one),
+ *                  another one (receives of O bytes), the victim's connect
+ *                  to our service P, and keep our own tb5's last message
+ *                  and CTS on the attacked connection; L is a service the
+ *                  victim listens on;
+ *   case N         send crafted case N once (see craft()), between two
+ *                  bursts of our own tb5 and against the victim's E2E
+ *                  credits; the attribute then says it went ("state 1") or
+ *                  could not be made ("state 2");
  *   mutate T N S   N frames of our own tb5's traffic on that connection
  *                  mutated (bit flips, truncation, loss, duplication,
  *                  reordering), with seed S;
- *   flood T N      N frames to endpoints that are gone, as fast as the
- *                  victim's receive ring takes them;
- *   learn T O      nothing yet: learn the two connections as they start;
+ *   flood N        N frames to endpoints that are gone, as fast as the
+ *                  wire takes them, without waiting for E2E credits, as a
+ *                  broken controller sends: what finds no descriptor at
+ *                  the victim is dropped by its NHI;
  *   off
  *
- * Frames go out only between two bursts of our own tb5 (a burst is never
- * split), and against the victim's E2E credits like any frame, so that the
- * victim's other connections with us keep their frames: what the attack
- * may break is the attacked connection, and nothing outside it. Frames
- * longer than a descriptor's buffer reach the victim's NHI, which reports
- * them with RING_DESC_BUFFER_OVERRUN as the real one does.
+ * Frames longer than a descriptor's buffer reach the victim's NHI, which
+ * reports them with RING_DESC_BUFFER_OVERRUN as the real one does; a frame
+ * of no bytes is dropped by it.
  *
  * Runs in the engine (under nhi->lock and the TX ring's lock) and in the
  * sysfs store (under nhi->lock).
@@ -64,8 +67,15 @@
 
 static const u8 wire_len[] = { 0, 40, 40, 24, 32, 24, 32, 48, 24 };
 static const u8 bad_pdfs[] = { 0, PDF_SOF, PDF_DROP, 15 };
+static const char *const pdf_names[] = {
+	"eof-pdf-0", "eof-pdf-1", "eof-pdf-6", "eof-pdf-15",
+};
+static const char *const swap_names[] = {
+	"payload-frames-1-and-2-swapped", "payload-frames-2-and-3-swapped",
+	"header-and-first-payload-swapped",
+};
 
-enum { ATK_OFF, ATK_CRAFTED, ATK_MUTATE, ATK_FLOOD, ATK_LEARN };
+enum { ATK_OFF, ATK_CASE, ATK_MUTATE, ATK_FLOOD, ATK_LEARN };
 
 static u32 atk_rand(struct tbemu_attack *a)
 {
@@ -123,17 +133,75 @@ static void frame(struct tbemu_slot *s, u32 len, u8 pdf)
 	s->eof = pdf;
 }
 
+/* An endpoint id no endpoint of the attacker's tb5 has (index 0x7fff). */
+#define BOGUS_EP	0x00017fffu
+#define BAD_STATUS	((u32)-5)	/* a status no frame type carries */
+#define ST_MSGSIZE	((u32)-90)	/* ABORT's wire code for -EMSGSIZE */
+#define SWAP_MSG	12000u		/* a message of a header and 3 frames */
+
+/* A payload frame of @len bytes of @fill, marked @pdf. */
+static void payload(struct tbemu_slot *g, u32 len, u8 fill, u8 pdf)
+{
+	memset(g->data, fill, len);
+	frame(g, len, pdf);
+}
+
 /*
- * The crafted set: case @i into @g (up to TBEMU_ATK_GROUP frames, sent
- * back to back). Returns the frames, 0 past the last case; *name says
- * what the case is.
+ * A DATA burst of SWAP_MSG bytes for the granted receive in @g: the header,
+ * then 4096 bytes of 0xa1, 4096 of 0xb2, 3808 of 0xc3 (the last frame).
+ */
+static void swap_msg(struct tbemu_attack *a, struct tbemu_slot *g)
+{
+	frame(&g[0], data_hdr(g[0].data, a->t_dst, a->t_src, a->t_seq,
+			      W_DATA_LAST, 0, SWAP_MSG, SWAP_MSG), PDF_HDR_MORE);
+	payload(&g[1], TBEMU_FRAME_MAX, 0xa1, PDF_PAY_MORE);
+	payload(&g[2], TBEMU_FRAME_MAX, 0xb2, PDF_PAY_MORE);
+	payload(&g[3], SWAP_MSG - 2 * TBEMU_FRAME_MAX, 0xc3, PDF_PAY_LAST);
+}
+
+/*
+ * A 3-frame DATA burst of 4196 bytes for the granted receive: header,
+ * 4096 bytes, 100 bytes; its frames' PDFs @p0, @p1, @p2.
+ */
+static int pdf_burst(struct tbemu_attack *a, struct tbemu_slot *g, u8 p0,
+		     u8 p1, u8 p2)
+{
+	frame(&g[0], data_hdr(g[0].data, a->t_dst, a->t_src, a->t_seq,
+			      W_DATA_LAST, 0, 4196, 4196), p0);
+	payload(&g[1], TBEMU_FRAME_MAX, 0x55, p1);
+	payload(&g[2], 100, 0x55, p2);
+	return 3;
+}
+
+static void swap_slots(struct tbemu_slot *g, int i, int j)
+{
+	struct tbemu_slot *t = &g[TBEMU_ATK_GROUP - 1];
+
+	memcpy(t, &g[i], sizeof(*t));
+	memcpy(&g[i], &g[j], sizeof(*t));
+	memcpy(&g[j], t, sizeof(*t));
+}
+
+/* A control frame of @type, marked last. */
+static int ctl(struct tbemu_slot *g, u8 type, u32 dst, u32 src)
+{
+	frame(g, hdr(g->data, type, dst, src), PDF_HDR_LAST);
+	return 1;
+}
+
+/*
+ * The crafted set: case @i into @g (up to TBEMU_ATK_GROUP - 1 frames, sent
+ * back to back). Returns the frames, 0 past the last case, -1 when the
+ * case cannot be made (what it aims at was not learned); *name says what
+ * it is. tests/kernel/tb5k-hostile.c holds what each must do to the
+ * victim, by the same number and name.
  */
 static int craft(struct tbemu_attack *a, u32 i, struct tbemu_slot *g,
 		 const char **name)
 {
 	u32 dst = a->t_dst, src = a->t_src, seq = a->t_seq;
 	u8 *p = g[0].data;
-	u32 len;
+	u32 len, k, n;
 
 	memset(p, 0, 64);
 	switch (i) {
@@ -149,15 +217,13 @@ static int craft(struct tbemu_attack *a, u32 i, struct tbemu_slot *g,
 		return 1;
 	case 2:
 		*name = "bad-magic";
-		len = hdr(p, W_CTS, dst, src);
+		ctl(&g[0], W_CTS, dst, src);
 		p[0] ^= 0xff;
-		frame(&g[0], len, PDF_HDR_LAST);
 		return 1;
 	case 3:
 		*name = "bad-version";
-		len = hdr(p, W_CTS, dst, src);
+		ctl(&g[0], W_CTS, dst, src);
 		p[2] = 2;
-		frame(&g[0], len, PDF_HDR_LAST);
 		return 1;
 	case 4:
 		*name = "type-0";
@@ -165,15 +231,10 @@ static int craft(struct tbemu_attack *a, u32 i, struct tbemu_slot *g,
 		frame(&g[0], 32, PDF_HDR_LAST);
 		return 1;
 	case 5:
-		*name = "type-9";
-		hdr(p, 9, dst, src);
-		p[3] = 9;
-		frame(&g[0], 48, PDF_HDR_LAST);
-		return 1;
 	case 6:
-		*name = "type-255";
-		hdr(p, 255, dst, src);
-		p[3] = 255;
+		*name = i == 5 ? "type-9" : "type-255";
+		hdr(p, 9, dst, src);
+		p[3] = i == 5 ? 9 : 255;
 		frame(&g[0], 48, PDF_HDR_LAST);
 		return 1;
 	case 7:
@@ -184,9 +245,8 @@ static int craft(struct tbemu_attack *a, u32 i, struct tbemu_slot *g,
 		return 1;
 	case 8:
 		*name = "header-claims-more-than-arrived";
-		len = hdr(p, W_CTS, dst, src);
+		ctl(&g[0], W_CTS, dst, src);
 		put_unaligned_le16(4000, p + 4);
-		frame(&g[0], len, PDF_HDR_LAST);
 		return 1;
 	case 9:
 		*name = "header-of-4096-bytes-to-a-gone-endpoint";
@@ -204,144 +264,272 @@ static int craft(struct tbemu_attack *a, u32 i, struct tbemu_slot *g,
 	case 12:
 	case 13:
 	case 14:
-		*name = "eof-pdf-0-1-6-15";
+		*name = pdf_names[i - 11];
 		len = hdr(p, W_CTS, dst ^ 0x10000, src);
 		frame(&g[0], len, bad_pdfs[i - 11]);
 		return 1;
 	case 15:
+		*name = "zero-length-frame";
+		frame(&g[0], 0, PDF_HDR_LAST);
+		return 1;
+	case 16:
 		*name = "control-frame-marked-more";
 		len = hdr(p, W_CTS, dst, src);
 		frame(&g[0], len, PDF_HDR_MORE);
 		return 1;
-	case 16:
+	case 17:
 		*name = "payload-outside-a-burst";
 		frame(&g[0], 100, PDF_PAY_LAST);
 		return 1;
-	case 17:
-		*name = "payload-4096-outside-a-burst";
-		memset(p, 0x77, TBEMU_FRAME_MAX);
-		frame(&g[0], TBEMU_FRAME_MAX, PDF_PAY_MORE);
-		return 1;
 	case 18:
+		*name = "payload-4096-outside-a-burst";
+		payload(&g[0], TBEMU_FRAME_MAX, 0x77, PDF_PAY_MORE);
+		return 1;
+	case 19:
 		*name = "data-end-marker-disagrees";
 		len = data_hdr(p, dst, src, seq, W_DATA_LAST, 0, 8, 8);
 		frame(&g[0], len, PDF_HDR_LAST);
 		return 1;
-	case 19:
+	case 20:
 		*name = "data-to-a-gone-endpoint";
 		len = data_hdr(p, dst ^ 0x10000, src, seq, W_DATA_LAST, 0, 0, 0);
 		frame(&g[0], len, PDF_HDR_LAST);
 		return 1;
-	case 20:
+	case 21:
 		*name = "data-from-the-wrong-peer-endpoint";
 		len = data_hdr(p, dst, src ^ 1, seq, W_DATA_LAST, 0, 0, 0);
 		frame(&g[0], len, PDF_HDR_LAST);
 		return 1;
-	case 21:
+	case 22:
 		*name = "data-to-another-process-connection";
 		if (!a->have_other)
 			return -1;
 		len = data_hdr(p, a->o_dst, src, a->o_seq, W_DATA_LAST, 0, 0, 0);
 		frame(&g[0], len, PDF_HDR_LAST);
 		return 1;
-	case 22:
+	case 23:
 		*name = "cts-for-a-buffer-never-offered";
-		len = hdr(p, W_CTS, dst, src);
+		ctl(&g[0], W_CTS, dst, src);
 		put_unaligned_le32(0xdead0000, p + 16);
 		put_unaligned_le64(1ull << 40, p + 24);
-		frame(&g[0], len, PDF_HDR_LAST);
-		return 1;
-	case 23:
-		*name = "abort-for-no-receive";
-		len = hdr(p, W_ABORT, dst, src);
-		put_unaligned_le32(seq ^ 0x40000, p + 16);
-		put_unaligned_le32((u32)-5, p + 20);
-		frame(&g[0], len, PDF_HDR_LAST);
 		return 1;
 	case 24:
+		*name = "abort-for-no-receive";
+		ctl(&g[0], W_ABORT, dst, src);
+		put_unaligned_le32(seq ^ 0x40000, p + 16);
+		put_unaligned_le32(BAD_STATUS, p + 20);
+		return 1;
+	case 25:
 		*name = "data-for-a-receive-never-granted";
 		len = data_hdr(p, dst, src, seq + (1u << 6) * 1000, W_DATA_LAST, 0,
 			       0, 0);
 		frame(&g[0], len, PDF_HDR_LAST);
 		return 1;
-	case 25:
-		*name = "close-to-a-gone-endpoint";
-		len = hdr(p, W_CLOSE, dst ^ 0x20000, src);
-		frame(&g[0], len, PDF_HDR_LAST);
-		return 1;
 	case 26:
+		*name = "close-to-a-gone-endpoint";
+		return ctl(&g[0], W_CLOSE, dst ^ 0x20000, src);
+	case 27:
 		*name = "burst-claims-more-frames-than-follow";
 		len = data_hdr(p, dst, src, seq + (1u << 6) * 2000, 0, 0,
 			       1 << 20, 3 * TBEMU_FRAME_MAX);
 		frame(&g[0], len, PDF_HDR_MORE);
-		memset(g[1].data, 0x55, TBEMU_FRAME_MAX);
-		frame(&g[1], TBEMU_FRAME_MAX, PDF_PAY_MORE);
+		payload(&g[1], TBEMU_FRAME_MAX, 0x55, PDF_PAY_MORE);
 		return 2;
-	case 27:
+	case 28:
 		*name = "short-payload-inside-a-burst";
 		len = data_hdr(p, dst ^ 0x10000, src, seq, 0, 0, 1 << 20,
 			       2 * TBEMU_FRAME_MAX);
 		frame(&g[0], len, PDF_HDR_MORE);
 		frame(&g[1], 100, PDF_PAY_LAST);
 		return 2;
-	/*
-	 * The granted receive last, each case at a grant of its own (see
-	 * tbemu_attack_step()): these fail it (the attacked connection's
-	 * clear error), with a payload frame longer than the rest of its
-	 * burst, past its end, skipped ahead, and replayed.
-	 */
-	case 28: {
-		u32 k, n = DIV_ROUND_UP((u32)a->t_len, TBEMU_FRAME_MAX);
-
+	/* The link's and the handshake's frames, while connected. */
+	case 29:
+		*name = "hello-marked-more";
+		len = hdr(p, W_HELLO, 0, 0);
+		frame(&g[0], len, PDF_HDR_MORE);
+		return 1;
+	case 30:
+		*name = "hello-shorter-than-its-type";
+		ctl(&g[0], W_HELLO, 0, 0);
+		put_unaligned_le16(24, p + 4);
+		return 1;
+	case 31:
+		*name = "connect-without-a-source";
+		ctl(&g[0], W_CONNECT, 0, 0);
+		put_unaligned_le64(a->p_svc, p + 16);
+		return 1;
+	case 32:
+		*name = "connect-to-no-listener";
+		ctl(&g[0], W_CONNECT, 0, BOGUS_EP);
+		put_unaligned_le64(~0ull, p + 16);
+		return 1;
+	case 33:
+		*name = "connect-with-a-wrong-cookie";
+		ctl(&g[0], W_CONNECT, 0, BOGUS_EP);
+		put_unaligned_le64(a->l_svc, p + 16);
+		put_unaligned_le64(1, p + 24);
+		return 1;
+	case 34:
+		*name = "accept-without-a-source";
+		return ctl(&g[0], W_ACCEPT, dst, 0);
+	case 35:
+		*name = "accept-to-a-connected-endpoint";
+		return ctl(&g[0], W_ACCEPT, dst, BOGUS_EP);
+	case 36:
+		*name = "reject-to-a-connected-endpoint";
+		return ctl(&g[0], W_REJECT, dst, BOGUS_EP);
+	case 37:
+		*name = "accept-to-a-gone-endpoint";
+		return ctl(&g[0], W_ACCEPT, dst ^ 0x10000, BOGUS_EP);
+	case 38:
+		*name = "reject-to-a-gone-endpoint";
+		return ctl(&g[0], W_REJECT, dst ^ 0x10000, BOGUS_EP);
+	/* Against the victim's connect that our tb5 leaves pending. */
+	case 39:
+	case 40:
+		*name = i == 39 ? "accept-with-a-wrong-cookie" :
+				  "reject-with-a-wrong-cookie";
+		if (!a->have_pend)
+			return -1;
+		ctl(&g[0], i == 39 ? W_ACCEPT : W_REJECT, a->p_src, BOGUS_EP);
+		put_unaligned_le64(a->p_cookie ^ 1, p + 16);
+		return 1;
+	case 41:
+		*name = "accept-without-a-source-while-connecting";
+		if (!a->have_pend)
+			return -1;
+		ctl(&g[0], W_ACCEPT, a->p_src, 0);
+		put_unaligned_le64(a->p_cookie, p + 16);
+		return 1;
+	case 42:
+	case 43:
+		*name = i == 42 ? "reject-with-an-unknown-status" :
+				  "reject-after-the-connect-failed";
+		if (!a->have_pend)
+			return -1;
+		ctl(&g[0], W_REJECT, a->p_src, BOGUS_EP);
+		put_unaligned_le64(a->p_cookie, p + 16);
+		put_unaligned_le32(BAD_STATUS, p + 24);
+		return 1;
+	/* Against the receive granted last, one case per grant. */
+	case 44:
 		*name = "payload-frame-longer-than-the-rest-of-its-burst";
+		n = DIV_ROUND_UP((u32)a->t_len, TBEMU_FRAME_MAX);
 		if (n + 1 > TBEMU_ATK_GROUP)
 			return -1;
 		len = data_hdr(p, dst, src, seq, W_DATA_LAST, 0, a->t_len,
 			       (u32)a->t_len);
 		frame(&g[0], len, PDF_HDR_MORE);
 		/* Every frame full, the last one too: past the buffer's end. */
-		for (k = 1; k <= n; k++) {
-			memset(g[k].data, 0xd0, TBEMU_FRAME_MAX);
-			frame(&g[k], TBEMU_FRAME_MAX, k == n ? PDF_PAY_LAST :
-							     PDF_PAY_MORE);
-		}
+		for (k = 1; k <= n; k++)
+			payload(&g[k], TBEMU_FRAME_MAX, 0xd0,
+				k == n ? PDF_PAY_LAST : PDF_PAY_MORE);
 		return n + 1;
-	}
-	case 29:
+	case 45:
 		*name = "data-past-the-end-of-the-posted-buffer";
 		len = data_hdr(p, dst, src, seq, W_DATA_LAST, 0, a->t_len + 1,
 			       TBEMU_FRAME_MAX);
 		frame(&g[0], len, PDF_HDR_MORE);
-		memset(g[1].data, 0xd1, TBEMU_FRAME_MAX);
-		frame(&g[1], TBEMU_FRAME_MAX, PDF_PAY_LAST);
+		payload(&g[1], TBEMU_FRAME_MAX, 0xd1, PDF_PAY_LAST);
 		return 2;
-	case 30:
+	case 46:
 		*name = "data-burst-past-the-message";
 		len = data_hdr(p, dst, src, seq, W_DATA_LAST, 0, a->t_len,
 			       (u32)a->t_len + TBEMU_FRAME_MAX);
 		frame(&g[0], len, PDF_HDR_MORE);
-		memset(g[1].data, 0xd2, TBEMU_FRAME_MAX);
-		frame(&g[1], TBEMU_FRAME_MAX, PDF_PAY_MORE);
+		payload(&g[1], TBEMU_FRAME_MAX, 0xd2, PDF_PAY_MORE);
 		return 2;
-	case 31:
+	case 47:
 		*name = "data-offset-skips-ahead";
 		len = data_hdr(p, dst, src, seq, W_DATA_LAST, 4096, a->t_len,
 			       (u32)a->t_len - 4096);
 		frame(&g[0], len, PDF_HDR_MORE);
-		memset(g[1].data, 0xd3, TBEMU_FRAME_MAX);
-		frame(&g[1], TBEMU_FRAME_MAX, PDF_PAY_MORE);
+		payload(&g[1], TBEMU_FRAME_MAX, 0xd3, PDF_PAY_MORE);
 		return 2;
-	case 32:
+	case 48:
 		*name = "data-offset-at-2^64-minus-one";
 		len = data_hdr(p, dst, src, seq, W_DATA_LAST, ~0ull, ~0ull, 1);
 		frame(&g[0], len, PDF_HDR_MORE);
 		frame(&g[1], 1, PDF_PAY_LAST);
 		return 2;
-	case 33:
-		*name = "data-replayed";
+	case 49:
+	case 66:	/* the same frame, after the connection closed */
+		*name = i == 49 ? "empty-message" : "data-after-close";
 		len = data_hdr(p, dst, src, seq, W_DATA_LAST, 0, 0, 0);
 		frame(&g[0], len, PDF_HDR_LAST);
 		return 1;
+	/* Wrong PDFs on the start, a middle and the end frame of a burst. */
+	case 50:
+		*name = "start-frame-marked-payload";
+		return pdf_burst(a, g, PDF_PAY_MORE, PDF_PAY_MORE, PDF_PAY_LAST);
+	case 51:
+		*name = "start-frame-pdf-15";
+		return pdf_burst(a, g, 15, PDF_PAY_MORE, PDF_PAY_LAST);
+	case 52:
+		*name = "middle-frame-marked-header";
+		return pdf_burst(a, g, PDF_HDR_MORE, PDF_HDR_MORE, PDF_PAY_LAST);
+	case 53:
+		*name = "middle-frame-pdf-0";
+		return pdf_burst(a, g, PDF_HDR_MORE, 0, PDF_PAY_LAST);
+	case 54:
+		*name = "middle-frame-marked-dropped";
+		return pdf_burst(a, g, PDF_HDR_MORE, PDF_DROP, PDF_PAY_LAST);
+	case 55:
+		*name = "end-frame-marked-more";
+		return pdf_burst(a, g, PDF_HDR_MORE, PDF_PAY_MORE, PDF_PAY_MORE);
+	case 56:
+		*name = "end-frame-marked-header";
+		return pdf_burst(a, g, PDF_HDR_MORE, PDF_PAY_MORE, PDF_HDR_LAST);
+	case 57:
+		*name = "end-frame-pdf-0";
+		return pdf_burst(a, g, PDF_HDR_MORE, PDF_PAY_MORE, 0);
+	/* One message's frames out of order. */
+	case 58:
+	case 59:
+	case 60:
+		*name = swap_names[i - 58];
+		swap_msg(a, g);
+		swap_slots(g, i == 60 ? 0 : i - 57, i == 60 ? 1 : i - 56);
+		return 4;
+	case 61:
+	case 62:
+		*name = i == 61 ? "abort-with-an-unknown-status" :
+				  "abort-message-too-long";
+		ctl(&g[0], W_ABORT, dst, src);
+		put_unaligned_le32(seq, p + 16);
+		put_unaligned_le32(i == 61 ? BAD_STATUS : ST_MSGSIZE, p + 20);
+		return 1;
+	/* Replays of our own tb5's frames on the connection. */
+	case 63:
+		*name = "old-data-replayed";
+		if (!a->rec_valid)
+			return -1;
+		for (k = 0; k < a->rec_n; k++)
+			memcpy(&g[k], &a->rec[k], offsetof(struct tbemu_slot, data) +
+			       min_t(u32, a->rec[k].len, TBEMU_FRAME_MAX));
+		return a->rec_n;
+	case 64:
+		*name = "cts-replayed";
+		if (!a->have_cts)
+			return -1;
+		memcpy(p, a->cts, a->cts_len);
+		frame(&g[0], a->cts_len, PDF_HDR_LAST);
+		return 1;
+	/* The connection closed by a CLOSE whose status means nothing. */
+	case 65:
+		*name = "close-with-an-unknown-status";
+		ctl(&g[0], W_CLOSE, dst, src);
+		put_unaligned_le32(BAD_STATUS, p + 16);
+		return 1;
+	case 67:
+		*name = "cts-after-close";
+		return ctl(&g[0], W_CTS, dst, src);
+	case 68:
+		*name = "accept-after-close";
+		return ctl(&g[0], W_ACCEPT, dst, BOGUS_EP);
+	case 69:
+		*name = "reject-after-close";
+		return ctl(&g[0], W_REJECT, dst, BOGUS_EP);
 	default:
 		return 0;
 	}
@@ -368,6 +556,15 @@ static u32 path_room(struct tbemu_cable *c, struct tbemu_ring *r, int hop)
 	return min(wire, credits);
 }
 
+/* Free slots on our end of the wire (whatever the E2E credits say). */
+static u32 wire_room(struct tbemu_cable *c)
+{
+	/* Pairs with the peer's release of rx_tail, as tbemu_wire_slot(). */
+	u32 used = tbemu_me(c)->tx_head - smp_load_acquire(&tbemu_peer(c)->rx_tail);
+
+	return used < TBEMU_SLOTS ? TBEMU_SLOTS - used : 0;
+}
+
 static void push_copy(struct tbemu_cable *c, int hop, u32 epoch,
 		      const struct tbemu_slot *f)
 {
@@ -384,32 +581,77 @@ static void push_copy(struct tbemu_cable *c, int hop, u32 epoch,
 	s->sof = f->sof;
 	s->eof = f->eof;
 	tbemu_wire_push(c);
-	c->tx_sent[hop]++;
+	/* A frame of no bytes takes no descriptor (the peer's NHI drops it). */
+	if (f->len)
+		c->tx_sent[hop]++;
 	atomic64_inc(&c->tx_frames);
 	atomic64_inc(&c->atk->injected);
 }
 
-/* The victim's CTS frames tell us its endpoints and the grants it made. */
+/*
+ * The victim's frames: its CTS frames tell us its endpoints and the grants
+ * it made, its CONNECT to the pending service the connect to answer.
+ */
 void tbemu_attack_rx(struct tbemu_cable *c, const struct tbemu_slot *s)
 {
 	struct tbemu_attack *a = c->atk;
 	const u8 *p = s->data;
 	u64 len;
 
-	if (!is_header(s->eof) || s->len < 32 ||
-	    get_unaligned_le16(p) != W_MAGIC || p[3] != W_CTS)
+	if (!is_header(s->eof) || s->len < 32 || get_unaligned_le16(p) != W_MAGIC)
+		return;
+	if (p[3] == W_CONNECT && s->len >= 40 && a->p_svc &&
+	    get_unaligned_le64(p + 16) == a->p_svc) {
+		a->p_src = get_unaligned_le32(p + 12);
+		a->p_cookie = get_unaligned_le64(p + 32);
+		a->have_pend = true;
+		return;
+	}
+	if (p[3] != W_CTS)
 		return;
 	len = get_unaligned_le64(p + 24);
 	if (len == a->t_len) {
 		a->t_dst = get_unaligned_le32(p + 12);
 		a->t_src = get_unaligned_le32(p + 8);
 		a->t_seq = get_unaligned_le32(p + 16);
-		a->t_fresh = true;
 		a->have_target = true;
 	} else if (len == a->o_len) {
 		a->o_dst = get_unaligned_le32(p + 12);
 		a->o_seq = get_unaligned_le32(p + 16);
 		a->have_other = true;
+	}
+}
+
+/* Keep our tb5's last DATA burst and CTS on the attacked connection. */
+static void record(struct tbemu_attack *a, bool hdr_frame,
+		   const struct tbemu_slot *s)
+{
+	if (hdr_frame && a->in_target && s->len >= 16 && s->len <= 64 &&
+	    s->data[3] == W_CTS) {
+		memcpy(a->cts, s->data, s->len);
+		a->cts_len = s->len;
+		a->have_cts = true;
+		return;
+	}
+	if (hdr_frame) {
+		a->recording = a->in_target && s->len >= 16 &&
+			       s->data[3] == W_DATA;
+		if (!a->recording)
+			return;
+		a->rec_n = 0;
+		a->rec_valid = false;
+	}
+	if (!a->recording || !a->in_target)
+		return;
+	if (a->rec_n == TBEMU_ATK_REC) {
+		a->recording = false;
+		return;
+	}
+	memcpy(&a->rec[a->rec_n++], s, offsetof(struct tbemu_slot, data) +
+	       min_t(u32, s->len, TBEMU_FRAME_MAX));
+	if (ends_burst(s->eof)) {
+		a->recording = false;
+		a->rec_valid = true;
 	}
 }
 
@@ -433,6 +675,7 @@ bool tbemu_attack_tx(struct tbemu_cable *c, int hop, u32 epoch,
 		a->in_target = a->have_target && s->len >= 16 &&
 			       get_unaligned_le32(p + 8) == a->t_dst &&
 			       get_unaligned_le32(p + 12) == a->t_src;
+	record(a, hdr_frame, s);
 	if (a->held_valid && !(a->in_target && !hdr_frame)) {
 		/* The held frame's burst ended: it is lost, as a frame can be. */
 		a->held_valid = false;
@@ -503,15 +746,19 @@ void tbemu_attack_sent(struct tbemu_cable *c, struct tbemu_ring *r, int hop,
 	}
 }
 
-/* Between our own bursts: the crafted set or the flood, as credits allow. */
+/*
+ * Between our own bursts: the case asked for, against E2E credits; or the
+ * flood, as fast as the wire takes it, E2E or not.
+ */
 int tbemu_attack_step(struct tbemu_cable *c, struct tbemu_ring *r)
 {
 	struct tbemu_attack *a = c->atk;
 	struct tbemu_side *peer = tbemu_peer(c);
-	int hop, n = 0;
+	int hop, k, frames, n = 0;
+	const char *name = "?";
 	u32 epoch;
 
-	if ((a->mode != ATK_CRAFTED && a->mode != ATK_FLOOD) ||
+	if ((a->mode != ATK_CASE && a->mode != ATK_FLOOD) ||
 	    !a->have_target || a->mid_burst || !r->ring.running)
 		return 0;
 	hop = tbemu_tx_hop(c, r->ring.hop);
@@ -523,71 +770,59 @@ int tbemu_attack_step(struct tbemu_cable *c, struct tbemu_ring *r)
 		c->tx_epoch[hop] = epoch;
 		c->tx_sent[hop] = 0;
 	}
-	while (n < 64) {
-		const char *name = "flood";
-		int k, frames;
-
-		if (a->mode == ATK_FLOOD) {
-			if (!a->remaining)
-				break;
-			frames = 1;
+	if (a->mode == ATK_FLOOD) {
+		/* No waiting for credits: a broken controller does not. */
+		while (a->remaining && n < 64 && wire_room(c)) {
 			frame(&a->grp[0], data_hdr(a->grp[0].data,
 						   a->t_dst ^ 0x10000, a->t_src,
 						   a->remaining, W_DATA_LAST,
 						   0, 0, 0), PDF_HDR_LAST);
-		} else {
-			frames = craft(a, a->next_case, a->grp, &name);
-			if (!frames) {
-				pr_info("attack: crafted set sent, %u cases\n",
-					a->next_case);
-				a->mode = ATK_OFF;
-				break;
-			}
-			/* One case per grant: wait for the next CTS. */
-			if (frames > 0 && a->next_case >= 28 && !a->t_fresh)
-				break;
-			if (frames < 0) {	/* not learned: skip it */
-				pr_info("attack: case %u %s skipped\n",
-					a->next_case, name);
-				a->next_case++;
-				continue;
-			}
-		}
-		if (path_room(c, r, hop) < (u32)frames)
-			break;
-		for (k = 0; k < frames; k++)
-			push_copy(c, hop, epoch, &a->grp[k]);
-		n += frames;
-		if (a->mode == ATK_FLOOD) {
+			push_copy(c, hop, epoch, &a->grp[0]);
 			a->remaining--;
-		} else {
-			pr_info("attack: case %u %s: %d frame(s)\n",
-				a->next_case, name, frames);
-			if (a->next_case >= 28)
-				a->t_fresh = false;
-			a->next_case++;
+			n++;
 		}
+		if (!a->remaining)
+			a->mode = ATK_LEARN;
+		return n;
 	}
-	return n;
+	frames = craft(a, a->next_case, a->grp, &name);
+	a->case_name = name;
+	if (frames <= 0) {
+		pr_info("attack: case %u %s cannot be made\n", a->next_case, name);
+		a->case_state = 2;
+		a->mode = ATK_LEARN;
+		return 0;
+	}
+	if (path_room(c, r, hop) < (u32)frames || wire_room(c) < (u32)frames)
+		return 0;
+	for (k = 0; k < frames; k++)
+		push_copy(c, hop, epoch, &a->grp[k]);
+	pr_info("attack: case %u %s: %d frame(s)\n", a->next_case, name, frames);
+	a->case_state = 1;
+	a->mode = ATK_LEARN;
+	return frames;
 }
 
-/* The `attack` attribute: crafted T O | mutate T N SEED | flood T N | off. */
+/*
+ * The `attack` attribute: learn T O P L | case N | mutate T N SEED |
+ * flood N | off.
+ */
 int tbemu_attack_cmd(struct tbemu_cable *c, const char *buf)
 {
 	struct tbemu_attack *a = c->atk;
-	unsigned long long t = 0, o = 0;
+	unsigned long long t = 0, o = 0, ps = 0, ls = 0;
 	unsigned int n = 0, seed = 0;
 	unsigned long flags;
 	int mode;
 
-	if (sscanf(buf, "crafted %llu %llu", &t, &o) == 2)
-		mode = ATK_CRAFTED;
+	if (sscanf(buf, "learn %llu %llu %llu %llu", &t, &o, &ps, &ls) == 4)
+		mode = ATK_LEARN;
+	else if (sscanf(buf, "case %u", &n) == 1)
+		mode = ATK_CASE;
 	else if (sscanf(buf, "mutate %llu %u %u", &t, &n, &seed) == 3)
 		mode = ATK_MUTATE;
-	else if (sscanf(buf, "flood %llu %u", &t, &n) == 2)
+	else if (sscanf(buf, "flood %u", &n) == 1)
 		mode = ATK_FLOOD;
-	else if (sscanf(buf, "learn %llu %llu", &t, &o) == 2)
-		mode = ATK_LEARN;
 	else if (sysfs_streq(buf, "off"))
 		mode = ATK_OFF;
 	else
@@ -597,28 +832,37 @@ int tbemu_attack_cmd(struct tbemu_cable *c, const char *buf)
 		pr_info("attack: off\n");
 		return 0;
 	}
-	if (!t || t > (1u << 20) || o > (1u << 20))
+	if ((mode == ATK_LEARN || mode == ATK_MUTATE) &&
+	    (!t || t > (1u << 20) || o > (1u << 20)))
 		return -EINVAL;
 	spin_lock_irqsave(&c->nhi->lock, flags);
-	if (a->t_len != t) {
-		a->have_target = false;
-		a->in_target = false;
+	if (mode == ATK_LEARN || mode == ATK_MUTATE) {
+		if (a->t_len != t) {
+			a->have_target = false;
+			a->in_target = false;
+		}
+		a->t_len = t;
 	}
-	a->t_len = t;
-	if (mode == ATK_CRAFTED || mode == ATK_LEARN) {
+	if (mode == ATK_LEARN) {
 		if (a->o_len != o)
 			a->have_other = false;
 		a->o_len = o;
+		a->p_svc = ps;
+		a->l_svc = ls;
+		a->have_pend = false;
 	}
-	if (mode == ATK_LEARN)
-		mode = ATK_OFF;
-	a->remaining = n;
+	if (mode == ATK_CASE) {
+		a->next_case = n;
+		a->case_state = 0;
+		a->case_name = "?";
+	} else {
+		a->remaining = n;
+	}
 	a->rng = seed ?: 0x7b5f;
-	a->next_case = 0;
 	a->held_valid = false;
 	a->mode = mode;
 	spin_unlock_irqrestore(&c->nhi->lock, flags);
-	pr_info("attack: mode %d, connection of %llu-byte receives\n", mode, t);
+	pr_info("attack: mode %d (%s)\n", mode, buf);
 	return 0;
 }
 
@@ -627,9 +871,12 @@ ssize_t tbemu_attack_show(struct tbemu_cable *c, char *buf)
 {
 	struct tbemu_attack *a = c->atk;
 
-	return sysfs_emit(buf, "mode %d target %d remaining %u case %u injected %lld mutated %lld\n",
+	return sysfs_emit(buf, "mode %d target %d remaining %u case %u state %d name %s injected %lld mutated %lld learned %d%d%d%d\n",
 			  READ_ONCE(a->mode), READ_ONCE(a->have_target),
 			  READ_ONCE(a->remaining), READ_ONCE(a->next_case),
+			  READ_ONCE(a->case_state), READ_ONCE(a->case_name) ?: "-",
 			  atomic64_read(&a->injected),
-			  atomic64_read(&a->mutated));
+			  atomic64_read(&a->mutated), READ_ONCE(a->have_other),
+			  READ_ONCE(a->have_pend), READ_ONCE(a->rec_valid),
+			  READ_ONCE(a->have_cts));
 }

@@ -508,9 +508,11 @@ static int ring_tx_step(struct tbemu_cable *c, struct tbemu_ring *r)
 				c->tx_epoch[hop] = epoch;
 				c->tx_sent[hop] = 0;
 			}
+			/* (Past them when a hostile flood ignored them.) */
 			if ((ring->flags & RING_FLAG_E2E) &&
 			    (!READ_ONCE(peer->rx_e2e[hop]) ||
-			     READ_ONCE(peer->rx_posted[hop]) == c->tx_sent[hop]))
+			     (s32)(READ_ONCE(peer->rx_posted[hop]) -
+				   c->tx_sent[hop]) <= 0))
 				break;	/* no credit: wait */
 			s = tbemu_wire_slot(c);
 			if (!s)
@@ -633,6 +635,15 @@ void tbemu_ring_rx_frame(struct tbemu_cable *c, const struct tbemu_slot *s)
 			r->hw = (r->hw + 1) % ring->size;
 			ring_raise(r);
 			ok = true;
+		} else if (ring->running && me->rx_e2e[s->hop] &&
+			   s->epoch == READ_ONCE(me->rx_epoch[s->hop])) {
+			/*
+			 * No descriptor on an E2E path: the sender ignored
+			 * its credits (a hostile flood). The frame is dropped
+			 * and its credit given back, so that the count stays
+			 * that of the descriptors free.
+			 */
+			WRITE_ONCE(me->rx_posted[s->hop], me->rx_posted[s->hop] + 1);
 		}
 		spin_unlock(&ring->lock);
 	}
