@@ -14,6 +14,9 @@
 #       as they should; with the fake-ABI library (LD_PRELOAD, TB5_FAKE_ABI:
 #       a module of another ABI version), abi FAILs as a version mismatch
 #       naming both versions, not as a protocol break
+#   selftest_test.sh gpu   ...
+#       the loop pair's gpu:<link> lines: PASS with the stand-in DMA engine
+#       (dma=standin), SKIP with none (dma=off), saying why
 #   selftest_test.sh usage ...
 #       bad command lines exit 2; --help names every check and exits 0
 # Each run uses a fabric of its own, so tests may run in parallel.
@@ -44,7 +47,7 @@ fail() {
 # fails the test unless its exit status is 0.
 run_selftest() {
 	local rc=0
-	TB5_SIM=$fabric "$exe" --json --timeout 10 >"$work/out.json" || rc=$?
+	TB5_SIM=$fabric${1:+:$1} "$exe" --json --timeout 10 >"$work/out.json" || rc=$?
 	cat "$work/out.json"
 	[[ $rc -eq 0 ]] || fail "tb5-selftest exited $rc"
 }
@@ -58,6 +61,19 @@ loop)
 		'^link:sim_h[0-9]+$=SKIP' \
 		'^module$=SKIP' \
 		'^plugin$=SKIP' || fail "unexpected JSON"
+	;;
+gpu)
+	run_selftest hosts=1,loop=1,dma=standin
+	"$cmake" -DJSON="$work/out.json" -P "$check_json" \
+		'^gpu:sim_l0[ab]$=PASS' '^roundtrip:sim_l0a<->sim_l0b$=PASS' ||
+		fail "unexpected JSON (dma=standin)"
+	grep -q 'stand-in DMA engine' "$work/out.json" || fail "dma=standin: no word of the stand-in engine"
+	rm -f "/dev/shm/tb5sim.$fabric" "/dev/shm/tb5sim.$fabric".*
+	fabric=$fabric-off
+	run_selftest hosts=1,loop=1,dma=off
+	"$cmake" -DJSON="$work/out.json" -P "$check_json" '^gpu:sim_l0[ab]$=SKIP' ||
+		fail "unexpected JSON (dma=off)"
+	grep -q 'GPU memory cannot be registered' "$work/out.json" || fail "dma=off: no reason given"
 	;;
 mesh)
 	TB5_SIM=$fabric "$exe" --respond --count 1 >"$work/respond.log" 2>&1 &
