@@ -93,18 +93,21 @@
 #                   the while: the transfer verifies, nothing stays pinned,
 #                   the links stay ready
 #   fabric.hostile  b's tbemu turns hostile on the first cable after the
-#                   real login (tb5k-hostile, tests/tbemu/tbemu_attack.c):
-#                   a crafted set of frames (every type and field at its
-#                   edges), b's own traffic on one connection mutated (bit
-#                   flips, truncation, loss, duplication, reordering) and
-#                   a flood: a's attacked connection fails with a clear
-#                   error, its other connection on that cable (another
-#                   process) gets every message verified, no byte lands
-#                   outside a posted buffer (guards in both processes'
-#                   regions), every drop counter grows (uAPI, sysfs), a new
-#                   connection works afterwards; b's tb5-perf carries
-#                   verified data over every cable meanwhile; nothing stays
-#                   pinned, no link goes away
+#                   real login (tb5k-hostile, tests/tbemu/tbemu_attack.c),
+#                   a's rings cut to 64 descriptors for the step: 70
+#                   crafted cases one at a time (every frame type, valid
+#                   and malformed, at every point of a connection's life;
+#                   0-byte frames, wrong PDFs, swapped and replayed
+#                   frames), each checked on a for exactly what it must do
+#                   (drop kinds and by how much, errno, events, or
+#                   nothing); b's own traffic on one connection mutated;
+#                   a flood past E2E that overruns a's RX ring (what a's
+#                   NHI does not drop is counted, frame for frame). a's
+#                   other connection on that cable (another process) gets
+#                   every message verified, no byte lands outside a posted
+#                   buffer, a new connection works afterwards; b's
+#                   tb5-perf carries verified data over every cable
+#                   meanwhile; nothing stays pinned, no link goes away
 #   fabric.login    a login against a peer that drops its first packets,
 #                   answers late and answers twice still comes up
 #   fabric.noe2e    host a without end-to-end flow control (tb_e2e=0): both

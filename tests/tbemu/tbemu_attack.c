@@ -190,8 +190,8 @@ static int ctl(struct tbemu_slot *g, u8 type, u32 dst, u32 src)
 }
 
 /*
- * The crafted set: case @i into @g (up to TBEMU_ATK_GROUP - 1 frames, sent
- * back to back). Returns the frames, 0 past the last case, -1 when the
+ * The crafted set: case @i into @g (up to TBEMU_ATK_GROUP frames, sent
+ * back to back; a swap uses the last one as scratch). Returns the frames, 0 past the last case, -1 when the
  * case cannot be made (what it aims at was not learned); *name says what
  * it is. tests/kernel/tb5k-hostile.c holds what each must do to the
  * victim, by the same number and name.
