@@ -771,8 +771,8 @@ int tbemu_attack_step(struct tbemu_cable *c, struct tbemu_ring *r)
 		c->tx_sent[hop] = 0;
 	}
 	if (a->mode == ATK_FLOOD) {
-		/* No waiting for credits: a broken controller does not. */
-		while (a->remaining && n < 64 && wire_room(c)) {
+		/* No waiting for credits (a broken controller does not): a wire full at once. */
+		while (a->remaining && n < TBEMU_SLOTS && wire_room(c)) {
 			frame(&a->grp[0], data_hdr(a->grp[0].data,
 						   a->t_dst ^ 0x10000, a->t_src,
 						   a->remaining, W_DATA_LAST,
