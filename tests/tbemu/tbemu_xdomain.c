@@ -147,6 +147,12 @@ static struct bus_type tbemu_bus = {
 	.shutdown = tbemu_bus_shutdown,
 };
 
+/*
+ * The driver core drops a device's reference to its parent in device_del(),
+ * but a driver that still holds the service (one being unbound: rmmod tb5
+ * while the cable goes) releases it later. The service's own reference to
+ * its xdomain (tbemu_add_service) keeps the xdomain, and its ida, until here.
+ */
 static void tbemu_service_release(struct device *dev)
 {
 	struct tb_service *svc = container_of(dev, struct tb_service, dev);
@@ -155,6 +161,7 @@ static void tbemu_service_release(struct device *dev)
 	ida_free(&xd->service_ids, svc->id);
 	kfree(svc->key);
 	kfree(svc);
+	put_device(&xd->dev);
 }
 
 /* const from 6.12 on, not in 6.1: the header's declaration decides. */
@@ -445,7 +452,7 @@ static void tbemu_add_service(struct tb_xdomain *xd, const struct tbemu_prop *p)
 	svc->prtcstns = p->prtcstns;
 	svc->dev.bus = &tbemu_bus;
 	svc->dev.type = &tb_service_type;
-	svc->dev.parent = &xd->dev;
+	svc->dev.parent = get_device(&xd->dev);	/* put in the release */
 	dev_set_name(&svc->dev, "%s.%d", dev_name(&xd->dev), svc->id);
 	if (device_register(&svc->dev)) {
 		dev_err(&xd->dev, "service %s not registered\n", p->key);
