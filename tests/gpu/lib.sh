@@ -33,6 +33,25 @@ sim_hosts() {
   echo "hosts=$1,loop=0${2:+,$2}"
 }
 
+# A script's verdicts: record PASS|FAIL|WARN TEXT prints the line and
+# keeps it in `results` ("PASS|FAIL  what", for the summary); anything but
+# PASS or WARN sets `overall` to 1 (the exit status).
+# shellcheck disable=SC2034  # read by the scripts that source this file
+results=()
+# shellcheck disable=SC2034
+overall=0
+record() {
+  results+=("$1  $2")
+  # shellcheck disable=SC2034
+  [[ $1 == PASS || $1 == WARN ]] || overall=1
+  echo "$1  $2"
+}
+
+# verdict STATUS TEXT: PASS when STATUS is 0, else FAIL.
+verdict() {
+  if [[ $1 == 0 ]]; then record PASS "$2"; else record FAIL "$2"; fi
+}
+
 # parse_bytes 1K|4M|1G|1024 -> bytes (K, M, G are powers of 1024; KiB etc. too)
 parse_bytes() {
   local s=$1 num unit

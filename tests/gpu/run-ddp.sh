@@ -58,14 +58,6 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out"/*.json "$out"/*.nccl.log "$out/summary.txt"
 
-results=()
-verdict() {  # verdict RC TEXT
-  local v=PASS
-  (($1 == 0)) || { v=FAIL; overall=1; }
-  results+=("$v  $2")
-  echo "$v  $2"
-}
-overall=0
 
 # run NAME ENV...: ddp_check.py under exactly ENV (and the NVLS settings).
 run() {

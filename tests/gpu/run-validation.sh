@@ -105,18 +105,6 @@ base_env=(
 check_args=(--colls "$colls" --min "$min" --max "$max" --factor "$factor" --timeout "$hang_timeout"
   --label tb5)
 
-results=()   # "PASS|FAIL  what"
-overall=0
-record() {   # record PASS|FAIL TEXT
-  results+=("$1  $2")
-  [[ $1 == PASS || $1 == WARN ]] || overall=1
-  echo "$1  $2"
-}
-
-# verdict STATUS TEXT: PASS when STATUS is 0, else FAIL.
-verdict() {
-  if [[ $1 == 0 ]]; then record PASS "$2"; else record FAIL "$2"; fi
-}
 
 # check_run NAME N_RANKS_IN_RUN RC LOG...
 check_run() {
