@@ -26,15 +26,18 @@ case_=$1 exe=$2 cmake=$3 check_json=$4 fake_abi_lib=${5:-}
 fabric="tb5st-${case_}-$$-${RANDOM}"
 work=$(mktemp -d)
 responder=
+# The simulator keeps a fabric's shared memory for later processes; this
+# test's fabric has no later process.
+remove_fabric() {
+	rm -f "/dev/shm/tb5sim.$fabric" "/dev/shm/tb5sim.$fabric".*
+}
 cleanup() {
 	if [[ -n $responder ]] && kill -0 "$responder" 2>/dev/null; then
 		kill "$responder"
 		wait "$responder" 2>/dev/null
 	fi
 	rm -rf "$work"
-	# The simulator keeps a fabric's shared memory for later processes;
-	# this fabric has no later process.
-	rm -f "/dev/shm/tb5sim.$fabric" "/dev/shm/tb5sim.$fabric".*
+	remove_fabric
 }
 trap cleanup EXIT
 
@@ -68,7 +71,7 @@ gpu)
 		'^gpu:sim_l0[ab]$=PASS' '^roundtrip:sim_l0a<->sim_l0b$=PASS' ||
 		fail "unexpected JSON (dma=standin)"
 	grep -q 'stand-in DMA engine' "$work/out.json" || fail "dma=standin: no word of the stand-in engine"
-	rm -f "/dev/shm/tb5sim.$fabric" "/dev/shm/tb5sim.$fabric".*
+	remove_fabric
 	fabric=$fabric-off
 	run_selftest hosts=1,loop=1,dma=off
 	"$cmake" -DJSON="$work/out.json" -P "$check_json" '^gpu:sim_l0[ab]$=SKIP' ||
