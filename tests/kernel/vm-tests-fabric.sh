@@ -222,6 +222,34 @@ link_ids() {
 	done | tr '\n' ' '
 }
 
+nlinks() { n=0; for l in "$CLASS"/tb5_*; do [ -e "$l" ] && n=$((n + 1)); done; echo "$n"; }
+# wait_gone CHECK SECONDS: every tb link gone (or gone and back, or no
+# longer to the peer the last wait_ready saw).
+wait_gone() {
+	left=$(($2 * 5))
+	while [ "$(nlinks)" -gt 0 ]; do
+		# Gone and back already: none of the links the last
+		# wait_ready saw is still there.
+		old=0
+		for i in $(link_ids); do
+			case " ${READY_IDS:-} " in *" $i "*) old=1 ;; esac
+		done
+		[ -n "${READY_IDS:-}" ] && [ "$old" = 0 ] && return 0
+		# Kept, but the peer logged out: no link is still to a
+		# peer id the last wait_ready saw (a logged-out link has
+		# none; a reloaded peer has a new one).
+		old=0
+		for p in $(link_peers); do
+			[ "$p" = none ] && continue
+			case " ${READY_PEERS:-} " in *" $p "*) old=1 ;; esac
+		done
+		[ -n "${READY_PEERS:-}" ] && [ "$old" = 0 ] && return 0
+		[ "$left" -gt 0 ] || fail "$1" "links still there after $2 s"
+		nap
+		left=$((left - 1))
+	done
+}
+
 # A host name of its own before the links come up: the XDomain login
 # carries it to the peer (peer_name), and the plugin's messages name hosts
 # by it.
@@ -346,17 +374,7 @@ if [ "${TB5K_HOSTS:-2}" = 3 ]; then
 	# both up meanwhile (a link that is down but may come back makes the
 	# plugin wait for it), until a and c have logged out.
 	if [ "$ROLE" = b ]; then
-		left=3000
-		while :; do
-			old=0
-			for p in $(link_peers); do
-				case " $READY_PEERS " in *" $p "*) old=1 ;; esac
-			done
-			[ "$old" = 0 ] && break
-			[ "$left" -gt 0 ] || fail fabric.triangle.uncabled "a and c still logged in after 600 s"
-			nap
-			left=$((left - 1))
-		done
+		wait_gone fabric.triangle.uncabled 600
 		note "fabric.triangle.uncabled: a and c are done and logged out"
 	else
 		peer=c
@@ -469,7 +487,6 @@ PCI=/sys/bus/pci/drivers/tbemu
 
 cables() { for d in "$PCI"/0000:*; do [ -d "$d/tbemu" ] && echo "$d"; done; }
 set_plugged() { for d in $(cables); do echo "$1" >"$d/tbemu/plugged"; done; }
-nlinks() { n=0; for l in "$CLASS"/tb5_*; do [ -e "$l" ] && n=$((n + 1)); done; echo "$n"; }
 first_link() { for l in "$CLASS"/tb5_*; do [ -e "$l" ] && { echo "${l##*/}"; return; }; done; }
 # The cable both hosts call the first: the first tbemu device by PCI
 # address. ci/vm/run-pair.sh gives the two VMs the same devices in the same
@@ -483,32 +500,6 @@ link_on() {
 		case "$(readlink -f "$l")" in
 		"$(readlink -f "$1")"/*) echo "${l##*/}"; return ;;
 		esac
-	done
-}
-# wait_gone CHECK SECONDS: every tb link gone (or gone and back, or no
-# longer to the peer the last wait_ready saw).
-wait_gone() {
-	left=$(($2 * 5))
-	while [ "$(nlinks)" -gt 0 ]; do
-		# Gone and back already: none of the links the last
-		# wait_ready saw is still there.
-		old=0
-		for i in $(link_ids); do
-			case " ${READY_IDS:-} " in *" $i "*) old=1 ;; esac
-		done
-		[ -n "${READY_IDS:-}" ] && [ "$old" = 0 ] && return 0
-		# Kept, but the peer logged out: no link is still to a
-		# peer id the last wait_ready saw (a logged-out link has
-		# none; a reloaded peer has a new one).
-		old=0
-		for p in $(link_peers); do
-			[ "$p" = none ] && continue
-			case " ${READY_PEERS:-} " in *" $p "*) old=1 ;; esac
-		done
-		[ -n "${READY_PEERS:-}" ] && [ "$old" = 0 ] && return 0
-		[ "$left" -gt 0 ] || fail "$1" "links still there after $2 s"
-		nap
-		left=$((left - 1))
 	done
 }
 # wait_each_down CHECK SECONDS: every tb link seen not ready (down, or
