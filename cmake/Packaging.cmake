@@ -328,6 +328,9 @@ if(TB5_PACKAGE STREQUAL "DEB")
   set(CPACK_DEBIAN_TESTS_PACKAGE_SUGGESTS "tb5-dkms")
   set(CPACK_DEBIAN_EXPORTER_PACKAGE_SUGGESTS "tb5-dkms, prometheus")
   set(CPACK_DEBIAN_DKMS_PACKAGE_SUGGESTS "tb5-tools")
+  # DKMS signs tb5.ko with a key it makes with openssl (its MOK, for UEFI
+  # Secure Boot): without it the module is built unsigned.
+  set(CPACK_DEBIAN_DKMS_PACKAGE_RECOMMENDS "openssl")
 
   # Control files. tb5-dkms: the DKMS scripts and the conffile; libtb5-1:
   # the ldconfig trigger and the symbols file (shlibs comes from CPack).
@@ -407,6 +410,9 @@ else()
   set(CPACK_RPM_DKMS_PACKAGE_LICENSE "GPL-2.0-only AND (GPL-2.0-only OR MIT) AND MIT")
   set(CPACK_RPM_DEVELOPMENT_PACKAGE_LICENSE "MIT AND GPL-2.0-only WITH Linux-syscall-note")
   set(CPACK_RPM_DKMS_PACKAGE_REQUIRES "dkms, shadow-utils")
+  # No weak dependency on openssl (the deb's Recommends, for DKMS's signing
+  # key): CPack 3.25 writes no Recommends tag, and its probe for Suggests
+  # (rpm --suggests) fails here, dropping the tag with a warning.
   set(CPACK_RPM_DKMS_USER_FILELIST "%config(noreplace) /etc/modprobe.d/tb5.conf")
   foreach(_s post posttrans preun postun)
     tb5_maint_script(${_pkg_src}/rpm/${_s}.in ${_pkg_gen}/rpm/${_s})
