@@ -49,6 +49,19 @@ static inline void tb5_list_del(struct tb5_list *n)
 }
 
 #define TB5_OPS_MASK		(TB5_EP_MAX_OPS - 1)
+
+/*
+ * A receive's seq is (counter << TB5_SEQ_SLOT_BITS) | slot: the slot finds
+ * the receive, the counter (the endpoint's receives in posting order,
+ * TB5_SEQ_COUNTER_BITS wide, wrapping) tells one posting of a slot from the
+ * next and orders an endpoint's grants on the wire.
+ */
+#define TB5_SEQ_SLOT_BITS	6
+#define TB5_SEQ_COUNTER_BITS	(32 - TB5_SEQ_SLOT_BITS)
+#define TB5_SEQ_COUNTER_MASK	((1u << TB5_SEQ_COUNTER_BITS) - 1)
+#if (1u << TB5_SEQ_SLOT_BITS) != TB5_EP_MAX_OPS
+#error "a receive's seq must name exactly TB5_EP_MAX_OPS slots"
+#endif
 #define TB5_REPLIES_MAX		128u	/* link-level replies waiting for the TX ring */
 #define TB5_CLOSED_MAX		32u	/* connections this side closed, remembered */
 #define TB5_EP_INDEX(id)	((id) & 0xffffu)
@@ -148,6 +161,8 @@ struct tb5_ep {
 	uint64_t send_order;
 	uint64_t grant_order;
 	uint32_t send_gen;
+	uint32_t cts_last;		/* counter of the newest grant taken */
+	bool cts_seen;			/* a grant was taken: cts_last is set */
 
 	/* Receiver side. */
 	struct tb5_recv recvs[TB5_EP_MAX_OPS];

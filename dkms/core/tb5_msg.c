@@ -6,7 +6,9 @@
  * A posted receive is granted to the peer with CTS {seq, tag, len}. The
  * sender matches each grant to its oldest waiting send with the same tag and
  * the oldest grant to each send, so that equal tags pair up in posting
- * order on both sides. A matched send goes out as bursts: a DATA header
+ * order on both sides. Grants arrive in the order the peer posted its
+ * receives; a CTS not newer than the last grant taken is a replay, dropped
+ * and counted out_of_window. A matched send goes out as bursts: a DATA header
  * {seq, offset, msg_len, burst_len} and up to burst_frames payload frames
  * that point straight into the send's memory. The receiver checks every
  * header against the grant (offset in order, sizes within the posted
@@ -272,7 +274,7 @@ int tb5_post_recv(struct tb5_ep *ep, const struct tb5_mem *mem, uint64_t len,
 	r->mem = *mem;
 	r->len = len;
 	r->tag = tag;
-	r->seq = (ep->recv_counter++ << 6) | slot;
+	r->seq = (ep->recv_counter++ << TB5_SEQ_SLOT_BITS) | slot;
 	r->state = TB5_RECV_POSTED;
 	ep->cts_queue[(ep->cts_head + ep->cts_count) & TB5_OPS_MASK] =
 		(uint8_t)slot;
@@ -498,6 +500,25 @@ static struct tb5_recv *granted_recv(struct tb5_ep *ep, uint32_t seq)
 	return r;
 }
 
+/*
+ * Is the grant @seq newer than the last one @ep took? A peer sends its CTS
+ * in posting order, each counter one past the last (receives cancelled
+ * before their CTS went out end the connection), so a CTS whose counter is
+ * not newer repeats a grant this end already took: a replay, which must
+ * not match a send to a receive that is gone. Newer is serial-number
+ * arithmetic (RFC 1982) on TB5_SEQ_COUNTER_BITS, so the wrap is no replay.
+ * The first grant of a connection is taken whatever its counter.
+ */
+static bool cts_is_newer(const struct tb5_ep *ep, uint32_t seq)
+{
+	uint32_t diff = ((seq >> TB5_SEQ_SLOT_BITS) - ep->cts_last) &
+			TB5_SEQ_COUNTER_MASK;
+
+	if (!ep->cts_seen)
+		return true;
+	return diff && diff < (1u << (TB5_SEQ_COUNTER_BITS - 1));
+}
+
 void tb5_rx_cts(struct tb5_link *link, const struct tb5_wire_msg *m)
 {
 	struct tb5_ep *ep = rx_conn_ep(link, m);
@@ -508,6 +529,11 @@ void tb5_rx_cts(struct tb5_link *link, const struct tb5_wire_msg *m)
 	tb5_os_assert_held(link->lock);
 	if (!ep)
 		return;
+	if (!cts_is_newer(ep, m->u.cts.seq)) {
+		tb5_rx_error(link, TB5_DROP_OUT_OF_WINDOW,
+			     "CTS not newer than the last grant");
+		return;
+	}
 	for (i = 0; i < TB5_EP_MAX_OPS && !g; i++)
 		if (!ep->grants[i].valid)
 			g = &ep->grants[i];
@@ -521,6 +547,8 @@ void tb5_rx_cts(struct tb5_link *link, const struct tb5_wire_msg *m)
 	g->len = m->u.cts.len;
 	g->order = ep->grant_order++;
 	g->valid = true;
+	ep->cts_last = m->u.cts.seq >> TB5_SEQ_SLOT_BITS;
+	ep->cts_seen = true;
 	/* Older grants of this tag found no send, so @g goes to the oldest. */
 	if (oldest_grant(ep, g->tag) == g) {
 		s = oldest_send(ep, TB5_SEND_WAITING, false, g->tag);
