@@ -17,8 +17,10 @@
 #      --rtol (default 1e-5) at more, where NCCL may choose another
 #      algorithm or order for another transport
 #
-# Usage: tests/gpu/run-ddp.sh [--build DIR] [--nranks N] [--steps K]
-#        [--rtol R] [--out DIR] [--sim-keys KEYS]
+# Usage: tests/gpu/run-ddp.sh [--build DIR] [--plugin PATH] [--lib-dir DIRS]
+#        [--nranks N] [--steps K] [--rtol R] [--out DIR] [--sim-keys KEYS]
+# (--plugin and --lib-dir as run-benchmark.sh takes them: a plugin and
+# libtb5 carried outside a build tree.)
 # Needs python3 with torch and N GPUs. Prints PASS/FAIL lines; exits 0 when
 # all pass. Results in --out (default ddp-out/): tb5.json, shm.json, the
 # NCCL logs, summary.txt.
@@ -26,13 +28,15 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-build=$REPO/build nranks=2 steps=20 rtol='' out=ddp-out sim_keys=''
+build=$REPO/build plugin='' libdirs='' nranks=2 steps=20 rtol='' out=ddp-out sim_keys=''
 usage() {
   sed -n '/^# Usage:/,/summary.txt\.$/p' "$0" | sed 's/^# \{0,1\}//'
 }
 while (($#)); do
   case $1 in
     --build) build=$2; shift 2 ;;
+    --plugin) plugin=$2; shift 2 ;;
+    --lib-dir) libdirs=$2; shift 2 ;;
     --nranks) nranks=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --rtol) rtol=$2; shift 2 ;;
@@ -51,7 +55,7 @@ if [[ -z $rtol ]]; then
   ((nranks != 2)) || rtol=0
 fi
 python3 -c 'import torch' 2>/dev/null || die "python3 has no torch"
-resolve_paths "$build" '' none ''
+resolve_paths "$build" "$plugin" none "$libdirs"
 check_plugin_loads
 make_unset_args
 mkdir -p "$out"

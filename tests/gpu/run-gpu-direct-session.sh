@@ -16,9 +16,25 @@
 #   3. bench1..3: run-benchmark.sh, 2 ranks, all_reduce 1K..256M (factor
 #      4), tb5 rate=80 with GPU buffers (NCCL's cuMem buffers, and
 #      cudaMalloc ones with NCCL_CUMEM_ENABLE=0) and with host staging
-#      (today's path), SHM and Socket 4x4 beside them, three times.
+#      (today's path), SHM and Socket 4x4 beside them, three times;
+#   4. probe-1m, probe-sp: a first collective of 1 MiB with GPU buffers
+#      (mp), and sp, each probed some seconds in (probe-hang.sh: every
+#      thread's stack through STAGE/libtb5-stackdump.so where there is
+#      no gdb), for a run that hangs;
+#   5. ddp2, ddp4: run-ddp.sh, PyTorch DDP over tb5 with GPU buffers
+#      against SHM, 2 and 4 ranks;
+#   6. mesh4: 4 ranks, every pair cabled, rate=80, alltoall, all_reduce
+#      and all_gather 64M..256M with GPU buffers and host staging beside
+#      SHM and Socket 4x4; cables2: 2 ranks, two rate=40 cables against
+#      one, GPU buffers, 64M..256M.
 #
-#   tests/gpu/run-gpu-direct-session.sh [--dry-run] [--stage-only] OUTDIR [STAGE]
+#   tests/gpu/run-gpu-direct-session.sh [--dry-run] [--stage-only]
+#       [--steps LIST] OUTDIR [STAGE]
+#
+# --steps runs only the named steps (comma-separated, from sim-cuda, diag,
+# validate-gdr-2, validate-gdr-sp, validate-gdr-3, validate-gdr-4, bench,
+# probe-1m, probe-sp, ddp2, ddp4, mesh4, cables2; default: sim-cuda
+# through bench, the steps of the first session).
 #
 # The plugin and libtb5 are built here (Release, build-gpu) when cmake is
 # there and --stage-only is not given; else STAGE holds libnccl-net-tb5.so,
@@ -28,9 +44,15 @@
 # step's result and ends with every summary table.
 set -uo pipefail
 
-dry=0 stage_only=0
+dry=0 stage_only=0 steps=sim-cuda,diag,validate-gdr-2,validate-gdr-sp,validate-gdr-3,validate-gdr-4,bench
 [[ ${1:-} == --dry-run ]] && { dry=1; shift; }
 [[ ${1:-} == --stage-only ]] && { stage_only=1; shift; }
+[[ ${1:-} == --steps ]] && { steps=${2:?--steps needs a list}; shift 2; }
+known=,sim-cuda,diag,validate-gdr-2,validate-gdr-sp,validate-gdr-3,validate-gdr-4,bench,probe-1m,probe-sp,ddp2,ddp4,mesh4,cables2,
+for s in ${steps//,/ }; do
+  [[ $known == *",$s,"* ]] || { echo "unknown step: $s (known: ${known:1:-1})" >&2; exit 2; }
+done
+wanted() { [[ ,$steps, == *",$1,"* ]]; }
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 out=${1:?usage: run-gpu-direct-session.sh [--dry-run] [--stage-only] OUTDIR [STAGE]}
@@ -49,6 +71,7 @@ log=$out/session.txt
 step() {   # step NAME LIMIT_S CMD...: runs CMD, records its status
   local name=$1 limit=$2 rc=0 t0=$SECONDS
   shift 2
+  wanted "${name%%[0-9]}" || wanted "$name" || return 0
   if ((dry)); then
     printf '%s\n' "$*" >>"$out/commands.txt"
     return 0
@@ -123,12 +146,46 @@ for i in 1 2 3; do
     --tb5-variant "tb5-host-rate80 sim=rate=80" \
     --proc-timeout 25 --out "$out/bench$i"
 done
+
+# 4. Where a hung run waits: a first collective of 1 MiB with GPU buffers
+# (mp), and sp; every thread's stack 15 s in.
+dump=(--env "LD_PRELOAD=$stage/libtb5-stackdump.so" --env "TB5_STACKDUMP_DIR=$out/stackdump")
+((dry)) || mkdir -p "$out/stackdump"
+step probe-1m 75 tests/gpu/probe-hang.sh 15 "$out/probe-1m-stacks.txt" \
+  tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_reduce \
+  --min 1M --max 1M --extra-sizes '' --transports tb5 --budget 64M \
+  --min-iters 5 --max-iters 5 --tb5-variant "tb5-gdr sim=rate=80 $gdr" "${dump[@]}" \
+  --timeout 40 --proc-timeout 50 --out "$out/probe-1m"
+step probe-sp 75 tests/gpu/probe-hang.sh 15 "$out/probe-sp-stacks.txt" \
+  tests/gpu/run-validation.sh "${plug[@]}" --gdr --modes sp --colls all_reduce --max 64K \
+  "${dump[@]}" --timeout 40 --proc-timeout 50 --out "$out/probe-sp"
+
+# 5. PyTorch DDP over tb5 with GPU buffers against SHM, same seed.
+step ddp2 150 tests/gpu/run-ddp.sh "${plug[@]}" --nranks 2 --out "$out/ddp2"
+CUDA_VISIBLE_DEVICES=0,1,2,3 step ddp4 150 tests/gpu/run-ddp.sh "${plug[@]}" --nranks 4 \
+  --out "$out/ddp4"
+
+# 6. The mesh and two cables, GPU buffers.
+CUDA_VISIBLE_DEVICES=0,1,2,3 step mesh4 200 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 4 \
+  --colls alltoall,all_reduce,all_gather --min 64M --max 256M --factor 4 --extra-sizes '' \
+  --transports tb5,shm,socket4x4 --budget 1G --min-iters 5 --max-iters 20 \
+  --tb5-variant "tb5-gdr-rate80 sim=rate=80 $gdr" --tb5-variant "tb5-host-rate80 sim=rate=80" \
+  --proc-timeout 45 --out "$out/mesh4"
+step cables2 90 tests/gpu/run-benchmark.sh "${plug[@]}" --nranks 2 --colls all_reduce \
+  --min 64M --max 256M --factor 4 --extra-sizes '' --transports tb5 --budget 1G \
+  --min-iters 5 --max-iters 20 \
+  --tb5-variant "tb5-gdr-rate40 sim=rate=40 $gdr" \
+  --tb5-variant "tb5-gdr-rate40-cables2 sim=rate=40,cables=2 $gdr" \
+  --tb5-variant "tb5-host-rate40-cables2 sim=rate=40,cables=2" \
+  --proc-timeout 40 --out "$out/cables2"
+
 if ((dry)); then
   echo "dry run: $(wc -l <"$out/commands.txt") steps in $out/commands.txt, none run"
   exit 0
 fi
 
-for d in diag validation-gdr-2 validation-gdr-sp validation-gdr-3 validation-gdr-4 bench1 bench2 bench3; do
+for d in diag validation-gdr-2 validation-gdr-sp validation-gdr-3 validation-gdr-4 bench1 bench2 \
+  bench3 probe-1m probe-sp ddp2 ddp4 mesh4 cables2; do
   [[ -f $out/$d/summary.txt ]] && { echo "-- $d"; cat "$out/$d/summary.txt"; } >>"$log"
 done
 # NCCL's GPUDirect decisions and channel lines, per diag variant.
@@ -143,7 +200,7 @@ grep -rh "tb5-sim\[" "$out" 2>/dev/null | sed 's/^tb5-sim\[[0-9]*\]: //; s/0x[0-
 tgz=$(mktemp "${out%/}.XXXXXX.tgz")
 if tar czf "$tgz" -C "$out" --exclude=./session.txt .; then
   (cd "$out" && find . -mindepth 1 -maxdepth 1 ! -name session.txt ! -name 'diag-*.txt' \
-    -exec rm -rf {} +)
+    ! -name 'probe-*-stacks.txt' -exec rm -rf {} +)
   mv "$tgz" "$out/logs.tgz"
 else
   echo "packing the logs failed; they stay in $out" | tee -a "$log"

@@ -48,7 +48,7 @@ for s in lib.sh run-validation.sh run-benchmark.sh; do
   if bash -n "$dir/$s"; then ok "bash -n $s"; else bad "bash -n $s"; fi
 done
 if command -v shellcheck >/dev/null 2>&1; then
-  if (cd "$dir" && shellcheck -x run-validation.sh run-benchmark.sh lib.sh test-scripts.sh run-gpu-direct-session.sh run-ddp.sh); then
+  if (cd "$dir" && shellcheck -x run-validation.sh run-benchmark.sh lib.sh test-scripts.sh run-gpu-direct-session.sh run-ddp.sh probe-hang.sh test-stackdump.sh); then
     ok "shellcheck"
   else
     bad "shellcheck"
@@ -105,6 +105,15 @@ count "$c" 'nostage/test_sim_cuda$' 1
 count "$c" 'run-validation.sh .*--gdr' 4
 count "$c" 'run-benchmark.sh .*tb5-gdr-rate80 sim=rate=80 NCCL_NET_GDR_LEVEL=SYS --' 3
 count "$c" 'run-benchmark.sh .*--transports tb5,shm,socket4x4 ' 3
+# The later steps, chosen by --steps.
+expect 0 'dry run: 6 steps' "$dir/run-gpu-direct-session.sh" --dry-run \
+  --steps probe-1m,probe-sp,ddp2,ddp4,mesh4,cables2 "$tmp/gs2" "$tmp/nostage"
+c=$tmp/gs2/commands.txt
+count "$c" '^.*probe-hang.sh 15 .*LD_PRELOAD=.*nostage/libtb5-stackdump.so' 2
+count "$c" 'run-ddp.sh --plugin .*nostage/libnccl-net-tb5.so --lib-dir .*--nranks [24] ' 2
+count "$c" 'run-benchmark.sh .*--nranks 4 .*tb5-gdr-rate80 sim=rate=80 NCCL_NET_GDR_LEVEL=SYS' 1
+count "$c" 'run-benchmark.sh .*tb5-gdr-rate40-cables2 sim=rate=40,cables=2 NCCL_NET_GDR_LEVEL=SYS' 1
+expect 2 'unknown step: bogus' "$dir/run-gpu-direct-session.sh" --dry-run --steps bogus "$tmp/gs3"
 
 # The DDP run's arguments (it needs torch and GPUs to go further).
 expect 0 'Usage: tests/gpu/run-ddp.sh' "$dir/run-ddp.sh" --help
