@@ -11,8 +11,11 @@
 #   4. the VM test programs: `make -C tests/kernel OUT=build-kernel/vm-tests`
 #      (static, kernel-independent: built once) and static builds of
 #      tb5-selftest, tb5-perf and libtb5's suites of tests/lib (LIB_SUITES,
-#      run with TB5_TEST_BACKEND=kernel; build-kernel/tools-static), or
-#      ci/vm/smoke while tests/kernel/ has no vm-tests.sh
+#      run with TB5_TEST_BACKEND=kernel; build-kernel/tools-static); the
+#      plugin's ABI harness and tb5-exporter, dynamic, each with the
+#      libraries it loads and their loader (build-kernel/plugin-harness,
+#      into vm-tests/plugin and vm-tests/exporter); or ci/vm/smoke while
+#      tests/kernel/ has no vm-tests.sh
 #   5. ci/vm/run.sh: each kernel booted under QEMU with its tb5.ko and the
 #      tests (console logs in build-kernel/vm-logs/<kver>.log)
 #   6. the emulated USB4 fabric: tbemu.ko built for each kernel
@@ -44,8 +47,21 @@
 # (a staged tree to build instead of CMake's), TB5_VM_TESTS (a directory of
 # built tests to run instead of building tests/kernel), and those of
 # ci/kernels.sh and ci/vm/run.sh (TB5_KCACHE, TB5_VM_TIMEOUT, ...;
-# TB5_VM_QUIET defaults to 1 here).
+# TB5_VM_QUIET defaults to 1 here). Only the two-host fabric of 6.12, say:
+#
+#   TB5_KERNELS=6.12 TB5_KTEST_PARTS=fabric ci/kernel-tests.sh
+#
+# (steps 1-4 and tbemu.ko's build still run, for that kernel alone).
+# --help prints this text; the script takes no other argument.
 set -euo pipefail
+if [[ $# -gt 0 ]]; then
+	if [[ $1 == -h || $1 == --help ]]; then
+		sed -n '3,/^set -euo pipefail$/{/^set -euo pipefail$/d; s/^# \{0,1\}//; p}' "$0"
+		exit 0
+	fi
+	echo "usage: [TB5_KERNELS=...] [TB5_KTEST_PARTS=...] $0 [--help]" >&2
+	exit 2
+fi
 # shellcheck source=ci/kernel-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/kernel-lib.sh"
 
@@ -206,31 +222,46 @@ build_static_tools() {
 	done
 }
 
-# The plugin's ABI harness, dynamic, with the plugin, libtb5 and the C and
-# C++ runtimes (and their loader) it was linked against: vm-tests-plugin.sh
-# runs it through that loader over the loop pairs.
-build_plugin_harness() {
-	local dir=$BUILD/plugin-harness out=$TESTS/plugin lib
+# carry_dynamic DIR OUT FILE...: FILE (programs and shared objects built in
+# DIR) into OUT, a directory of its own, with libtb5 and every library they
+# load from the system, and the loader: the VM has no libc, so a program
+# of OUT runs as OUT/ld-linux-x86-64.so.2 --library-path OUT OUT/<program>.
+carry_dynamic() {
+	local dir=$1 out=$2 lib
+	shift 2
+
+	rm -rf "$out"
+	mkdir -p "$out"
+	cp "$@" "$out/"
+	cp -L "$dir/src/lib/libtb5.so.1" "$out/"
+	for lib in $(ldd "$out"/* |
+			awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\/.*ld-linux/ { print $1 }' |
+			sort -u); do
+		[[ $lib == "$dir"/* ]] && continue
+		cp -L "$lib" "$out/"
+	done
+	[[ -e $out/ld-linux-x86-64.so.2 ]] || tb5_die "no loader found for $out"
+}
+
+# The dynamic programs, each in a directory of its own (carry_dynamic): the
+# plugin's ABI harness with the plugin (plugin/: vm-tests-plugin.sh runs it
+# over the loop pairs, vm-tests-fabric.sh between the hosts), and
+# tb5-exporter (exporter/: vm-tests-fabric.sh reads the drop metric on the
+# attacked host after fabric.hostile).
+build_dynamic_programs() {
+	local dir=$BUILD/plugin-harness
 
 	if [[ -f $dir/CMakeCache.txt ]] &&
 		! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$dir/CMakeCache.txt"; then
 		rm -rf "$dir/CMakeCache.txt" "$dir/CMakeFiles"
 	fi
 	cmake -S "$TB5_ROOT" -B "$dir" -G Ninja -DTB5_BUILD_BENCHMARKS=OFF \
-		-DTB5_BUILD_TOOLS=OFF >/dev/null
-	cmake --build "$dir" --target test_plugin_abi nccl-net-tb5 >/dev/null ||
-		tb5_die "the plugin's ABI harness did not build"
-	rm -rf "$out"
-	mkdir -p "$out"
-	cp "$dir/tests/plugin/test_plugin_abi" "$dir/plugin/libnccl-net-tb5.so" "$out/"
-	cp -L "$dir/src/lib/libtb5.so.1" "$out/"
-	for lib in $(ldd "$out/test_plugin_abi" "$out/libnccl-net-tb5.so" "$out/libtb5.so.1" |
-			awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\/.*ld-linux/ { print $1 }' |
-			sort -u); do
-		[[ $lib == "$dir"/* ]] && continue
-		cp -L "$lib" "$out/"
-	done
-	[[ -e $out/ld-linux-x86-64.so.2 ]] || tb5_die "no loader found for the plugin harness"
+		-DTB5_BUILD_TOOLS=ON >/dev/null
+	cmake --build "$dir" --target test_plugin_abi nccl-net-tb5 tb5-exporter >/dev/null ||
+		tb5_die "the plugin's ABI harness or tb5-exporter did not build"
+	carry_dynamic "$dir" "$TESTS/plugin" "$dir/tests/plugin/test_plugin_abi" \
+		"$dir/plugin/libnccl-net-tb5.so"
+	carry_dynamic "$dir" "$TESTS/exporter" "$dir/src/tools/exporter/tb5-exporter"
 }
 
 build_vm_tests() {
@@ -241,7 +272,7 @@ build_vm_tests() {
 		TESTS=$BUILD/vm-tests
 		make -C "$TB5_ROOT/tests/kernel" -j "$TB5_JOBS" OUT="$TESTS"
 		build_static_tools
-		build_plugin_harness
+		build_dynamic_programs
 	else
 		TESTS=$TB5_ROOT/ci/vm/smoke
 		echo "VM tests: tests/kernel/vm-tests.sh does not exist yet: running the smoke test $TESTS"

@@ -107,7 +107,12 @@
 #                   every message verified, no byte lands outside a posted
 #                   buffer, a new connection works afterwards; b's
 #                   tb5-perf carries verified data over every cable
-#                   meanwhile; nothing stays pinned, no link goes away
+#                   meanwhile; nothing stays pinned, no link goes away.
+#                   Then tb5-exporter --once on a: its
+#                   tb5_link_rx_drops_total for the attacked link is, kind
+#                   for kind, what the test read last through the uAPI
+#                   (as tb5_get_drops() does), and the kinds the attack
+#                   grew are not 0
 #   fabric.login    a login against a peer that drops its first packets,
 #                   answers late and answers twice still comes up
 #   fabric.noe2e    host a without end-to-end flow control (tb_e2e=0): both
@@ -822,6 +827,40 @@ fi
 barrier "$check"
 pass "$check"
 
+# exporter_drops CHECK LINK OUT: tb5-exporter --once (a dynamic program with
+# its own loader and libraries: ci/kernel-tests.sh puts them in exporter/)
+# reports LINK's drops exactly as tb5k-hostile's OUT read them last (its
+# line "drops after the attack: kind=N ..."), every kind; the kinds that
+# grew since its line "drops before the attack" are not 0, and at least
+# one grew.
+exporter_drops() {
+	dir=$here/exporter
+	[ -x "$dir/tb5-exporter" ] || fail "$1" "tb5-exporter is not in the VM"
+	before=$(sed -n 's/^# tb5k-hostile: drops before the attack: //p' "$3")
+	after=$(sed -n 's/^# tb5k-hostile: drops after the attack: //p' "$3")
+	{ [ -n "$before" ] && [ -n "$after" ]; } || fail "$1" "tb5k-hostile printed no drops"
+	"$dir/ld-linux-x86-64.so.2" --library-path "$dir" "$dir/tb5-exporter" --once \
+		>"$TMP/exporter.out" 2>&1 ||
+		{ cat "$TMP/exporter.out"; fail "$1" "tb5-exporter --once failed"; }
+	grep -qx 'tb5_up 1' "$TMP/exporter.out" ||
+		{ cat "$TMP/exporter.out"; fail "$1" "tb5-exporter: tb5_up is not 1"; }
+	grown='' kinds=0
+	for kv in $after; do
+		k=${kv%%=*} v=${kv#*=} b=''
+		for x in $before; do [ "${x%%=*}" = "$k" ] && b=${x#*=}; done
+		e=$(sed -n "s/^tb5_link_rx_drops_total{link=\"$2\",kind=\"$k\"} \([0-9]*\)\$/\1/p" \
+			"$TMP/exporter.out")
+		[ "$e" = "$v" ] || { grep rx_drops "$TMP/exporter.out"; fail "$1" \
+			"tb5-exporter reads $2's drops of kind $k as ${e:-nothing}, the uAPI $v"; }
+		[ -n "$b" ] || fail "$1" "tb5k-hostile printed no $k before the attack"
+		[ "$v" -gt "$b" ] && grown="$grown $k=$v (+$((v - b)))"
+		kinds=$((kinds + 1))
+	done
+	[ "$kinds" = 5 ] || fail "$1" "tb5k-hostile printed $kinds drop kinds, not 5"
+	[ -n "$grown" ] || fail "$1" "the attack grew no drop kind on $2"
+	note "$1: tb5-exporter --once on $2 after the attack, as the uAPI read them:$grown"
+}
+
 # hostile: b's tbemu turns hostile on the first cable (tb5k-hostile, and
 # tests/tbemu/tbemu_attack.c): after the real login, 70 crafted cases one
 # at a time, each checked by a for exactly what it must do (which drop
@@ -833,7 +872,8 @@ pass "$check"
 # buffer, and a new connection works after the attack. Beside it, b's
 # tb5-perf clients carry verified data over every cable until the attack
 # is over (leaving the first cable's link while the flood runs); every
-# link stays ready and nothing stays pinned on either host.
+# link stays ready and nothing stays pinned on either host. On a, the
+# exporter's drop metric then matches the test's last reading.
 check=fabric.hostile
 # The baseline once what the last step's connections held is let go: the
 # kernel unpins a closed context's regions when its endpoints are done,
@@ -890,6 +930,7 @@ else
 fi
 sed 's/^/#   /' "$TMP/hostile.out"
 [ "$rc" = 0 ] || fail "$check" "tb5k-hostile --side $ROLE exited with status $rc"
+[ "$ROLE" = a ] && exporter_drops "$check" "$dev" "$TMP/hostile.out"
 wait_ready "$CABLES" 10 || fail "$check" "a link went away under the attack"
 left=100
 while [ "$(cat "$CLASS/pinned_pages")" -gt "$pinned0" ] && [ "$left" -gt 0 ]; do
