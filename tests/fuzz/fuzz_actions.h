@@ -90,7 +90,8 @@ enum Derive : uint8_t {
 	kDeriveDst = 1u << 0,	// dst = template's src (our endpoint)
 	kDeriveSrc = 1u << 1,	// src = template's dst, when it is not 0
 	kDeriveKeys = 1u << 2,	// service and cookies from our listener / template
-	kDeriveSeq = 1u << 3,	// CTS: next seq per endpoint, tag & 3;
+	kDeriveSeq = 1u << 3,	// CTS: the next counter per endpoint
+				// (seq counter << 6 | d % 64), tag & 3;
 				// DATA, ABORT: the template CTS's seq
 	kDeriveLen = 1u << 4,	// CTS: len % (kMaxMsg + 1); DATA: the next burst
 				// (+ a, b low 16 bits on offset, msg_len;

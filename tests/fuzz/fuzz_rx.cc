@@ -42,6 +42,7 @@
 
 extern "C" {
 #include "tb5_core.h"
+#include "tb5_core_internal.h"
 #include "tb5_wire.h"
 }
 
@@ -197,7 +198,7 @@ private:
 	// CTS grants the peer gave: (our endpoint, seq) -> largest len.
 	std::map<std::pair<uint32_t, uint32_t>, uint64_t> grants_;
 	// Peer bookkeeping for derived replies.
-	std::map<uint32_t, uint32_t> next_cts_seq_;	// by our endpoint id
+	std::map<uint32_t, uint32_t> next_cts_seq_;	// counter, by our endpoint id
 	std::map<std::pair<uint32_t, uint32_t>, uint64_t> data_sent_;
 	uint64_t ok_sends_ = 0, ok_recvs_ = 0;
 };
@@ -649,7 +650,11 @@ void Harness::RxHeader()
 		m.u.close.status = static_cast<int32_t>(h.d);
 		break;
 	case TB5_WIRE_CTS:
-		m.u.cts.seq = seq ? next_cts_seq_[m.dst]++ : h.d;
+		// As a peer posting receives grants them: each counter one
+		// past the last (a counter not newer is a replay, dropped).
+		m.u.cts.seq = seq ? next_cts_seq_[m.dst]++ << TB5_SEQ_SLOT_BITS |
+					    (h.d & TB5_OPS_MASK)
+				  : h.d;
 		m.u.cts.tag = seq ? h.e & 3 : h.e;
 		m.u.cts.len = len ? h.a % (kMaxMsg + 1) : h.a;
 		break;

@@ -304,6 +304,23 @@ const std::vector<Seed<Setup>> &Seeds()
 		TxDoneAll(w, 8);
 		w.act(kQuery);
 	}},
+	// A grant repeated (its seq again, not derived): not newer than the
+	// last, so dropped; the next send waits for the next real grant.
+	{"send-cts-replayed", kDefault, [](Writer &w) {
+		Connected(w);
+		PostSend(w, kSecond, 5000);
+		PeerCts(w, 5000);
+		TxDoneAll(w, 4);
+		HeaderAction h = Hdr(TB5_WIRE_CTS, kDeriveDst | kDeriveSrc);
+		h.a = 5000;
+		h.e = kTag;
+		w.header(h);	// seq d = 0: the first grant's
+		PostSend(w, kSecond, 3000);
+		TxDoneAll(w);
+		PeerCts(w, 3000);
+		TxDoneAll(w, 4);
+		w.act(kQuery);
+	}},
 	{"send-msgsize", kDefault, [](Writer &w) {
 		Connected(w);
 		PostSend(w, kSecond, 5000);
