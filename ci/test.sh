@@ -50,6 +50,13 @@
 #     tb5-selftest as a member of tb5, tb5-perf, the exporter under
 #     systemd, the rule reaching existing nodes, a changed ring_size),
 #     purge leaving nothing, and Debian's DKMS autopkgtest
+#   - UEFI Secure Boot (ci/secureboot.sh): a Debian 12 booted through OVMF
+#     with Microsoft's keys, the signed shim, grub and kernel; apt install
+#     tb5-nccl-minimal and a kernel upgrade (DKMS builds and signs) in a
+#     chroot of it, then booted: modprobe refused and tb5-selftest saying
+#     what to do, mokutil --import, the MOK manager driven on the serial
+#     console, the module loaded, copies signed by another key, stripped
+#     or changed refused, the new kernel loading it with no new enrollment
 #   - the main job, ci/main.sh (demo, benchmark, simulator, packages
 #     installed into a fresh system and booted), run as a new user in a
 #     fresh Debian 12 that has only minbase, git and sudo
@@ -210,6 +217,8 @@ lane_packages() {
 		env TB5_RELEASE_LINT=1 ci/release.sh --rpm
 	tb5_stage "packages: install, boot, upgrade, purge, DKMS autopkgtest (ci/package-install.sh --full)" \
 		ci/package-install.sh --full
+	tb5_stage "Secure Boot: install, refused, MOK enrolled, loaded, refusals, kernel upgrade (ci/secureboot.sh)" \
+		ci/secureboot.sh
 }
 
 tb5_lanes kernel lane_kernel packages lane_packages
