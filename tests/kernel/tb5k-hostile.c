@@ -504,13 +504,14 @@ static void check_case(struct target *t, uint32_t i, const uint64_t *d0, uint64_
 		for (k = 0; k < n; k++)
 			target_post(t, reposts[k]);
 	if (e->flags & F_NEXT_SEND) {
-		/* b checks where it lands: its next receive, every byte. */
+		/*
+		 * It waits for a grant: b's next receive, posted after the
+		 * barrier (victim_crafted() waits for the send there), which
+		 * checks every byte.
+		 */
 		tb5k_fill(t->send_buf, 8, SEED_NEXT, 0);
 		TB5K_CHECK(!tb5k_post1(&t->c, TB5_OP_SEND, t->ep, t->send_mem, TAG_CTS, 0, 8,
 				       0x5e), "crafted", "post the send after %s", e->name);
-		TB5K_CHECK(tb5k_wait_user_data(&t->c, 0x5e, &cqe, WAIT_MS) && !cqe.status &&
-			   cqe.bytes == 8, "crafted", "the send after %s: %s", e->name,
-			   tb5k_cqe_str(&cqe));
 	}
 }
 
@@ -565,6 +566,11 @@ static void victim_crafted(void)
 		get_drops(&h.p, d0);
 		nhi0 = nhi_dropped();
 		tb5k_ctl_barrier("checked", &h.ctl, &v, 1, NULL);
+		if (cases[i].flags & F_NEXT_SEND)
+			TB5K_CHECK(tb5k_wait_user_data(&t.c, 0x5e, &cqe, WAIT_MS) &&
+				   !cqe.status && cqe.bytes == 8, "crafted",
+				   "the send after %s did not complete, or failed: %s",
+				   cases[i].name, tb5k_cqe_str(&cqe));
 	}
 	region_check("crafted", &t.r);
 	TB5K_CHECK(got == NCASES, "crafted", "%llu of %zu cases sent",

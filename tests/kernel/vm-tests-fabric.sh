@@ -836,8 +836,8 @@ pass "$check"
 exporter_drops() {
 	dir=$here/exporter
 	[ -x "$dir/tb5-exporter" ] || fail "$1" "tb5-exporter is not in the VM"
-	before=$(sed -n 's/^# tb5k-hostile: drops before the attack: //p' "$3")
-	after=$(sed -n 's/^# tb5k-hostile: drops after the attack: //p' "$3")
+	before=$(sed -n 's/^# hostile-a: drops before the attack: //p' "$3")
+	after=$(sed -n 's/^# hostile-a: drops after the attack: //p' "$3")
 	{ [ -n "$before" ] && [ -n "$after" ]; } || fail "$1" "tb5k-hostile printed no drops"
 	"$dir/ld-linux-x86-64.so.2" --library-path "$dir" "$dir/tb5-exporter" --once \
 		>"$TMP/exporter.out" 2>&1 ||
