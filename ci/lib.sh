@@ -59,7 +59,10 @@ TB5_DEPS_FRESH=(debootstrap zstd git)
 # The Secure Boot system of ci/secureboot.sh: OVMF's Secure Boot firmware
 # and Microsoft-key variable store, its ESP made without a loop device (a
 # GPT by sfdisk, FAT by mkfs.vfat, files by mtools), QEMU, the serial
-# console's driver (python3), the disk image (e2fsprogs).
+# console's driver (python3), the disk image (e2fsprogs), the cached base
+# system (debootstrap, zstd). The guest's shim-signed,
+# grub-efi-amd64-signed, mokutil and openssl are installed by apt in its
+# chroot, not here.
 # shellcheck disable=SC2034  # used by ci/secureboot.sh
 TB5_DEPS_SECUREBOOT=(ovmf fdisk dosfstools mtools qemu-system-x86 python3 e2fsprogs
 		debootstrap zstd)
