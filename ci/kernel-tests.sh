@@ -223,9 +223,10 @@ build_static_tools() {
 }
 
 # carry_dynamic DIR OUT FILE...: FILE (programs and shared objects built in
-# DIR) into OUT, a directory of its own, with libtb5 and every library they
-# load from the system, and the loader: the VM has no libc, so a program
-# of OUT runs as OUT/ld-linux-x86-64.so.2 --library-path OUT OUT/<program>.
+# DIR) into OUT, a directory of its own, with libtb5 (both without their
+# debug information) and every library they load from the system, and the
+# loader: the VM has no libc, so a program of OUT runs as
+# OUT/ld-linux-x86-64.so.2 --library-path OUT OUT/<program>.
 carry_dynamic() {
 	local dir=$1 out=$2 lib
 	shift 2
@@ -234,6 +235,8 @@ carry_dynamic() {
 	mkdir -p "$out"
 	cp "$@" "$out/"
 	cp -L "$dir/src/lib/libtb5.so.1" "$out/"
+	# Their debug information would be most of the initramfs they add.
+	strip --strip-debug "$out"/*
 	for lib in $(ldd "$out"/* |
 			awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\/.*ld-linux/ { print $1 }' |
 			sort -u); do
