@@ -62,6 +62,7 @@ static inline void tb5_list_del(struct tb5_list *n)
 #if (1u << TB5_SEQ_SLOT_BITS) != TB5_EP_MAX_OPS
 #error "a receive's seq must name exactly TB5_EP_MAX_OPS slots"
 #endif
+
 #define TB5_REPLIES_MAX		128u	/* link-level replies waiting for the TX ring */
 #define TB5_CLOSED_MAX		32u	/* connections this side closed, remembered */
 #define TB5_EP_INDEX(id)	((id) & 0xffffu)
