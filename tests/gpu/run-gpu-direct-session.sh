@@ -32,7 +32,8 @@
 #       [--steps LIST] OUTDIR [STAGE]
 #
 # --steps runs only the named steps (comma-separated, from sim-cuda, diag,
-# validate-gdr-2, validate-gdr-sp, validate-gdr-3, validate-gdr-4, bench,
+# validate-gdr-2, validate-gdr-sp, validate-gdr-3, validate-gdr-4, bench (or one
+# of bench1..3),
 # probe-1m, probe-sp, ddp2, ddp4, mesh4, cables2; default: sim-cuda
 # through bench, the steps of the first session).
 #
@@ -48,7 +49,7 @@ dry=0 stage_only=0 steps=sim-cuda,diag,validate-gdr-2,validate-gdr-sp,validate-g
 [[ ${1:-} == --dry-run ]] && { dry=1; shift; }
 [[ ${1:-} == --stage-only ]] && { stage_only=1; shift; }
 [[ ${1:-} == --steps ]] && { steps=${2:?--steps needs a list}; shift 2; }
-known=,sim-cuda,diag,validate-gdr-2,validate-gdr-sp,validate-gdr-3,validate-gdr-4,bench,probe-1m,probe-sp,ddp2,ddp4,mesh4,cables2,
+known=,sim-cuda,diag,validate-gdr-2,validate-gdr-sp,validate-gdr-3,validate-gdr-4,bench,bench1,bench2,bench3,probe-1m,probe-sp,ddp2,ddp4,mesh4,cables2,
 for s in ${steps//,/ }; do
   [[ $known == *",$s,"* ]] || { echo "unknown step: $s (known: ${known:1:-1})" >&2; exit 2; }
 done

@@ -536,6 +536,10 @@ TEST(SimGpuTwoHosts, EchoesBetweenGpuMemoryOfTwoProcesses)
 	       *privmr = nullptr;
 
 	ring.unexportable();
+	// Ours alone: the child's exports are opened at our registrations
+	// (those it made by then) or at its first frame.
+	const size_t own = standin_maps();
+
 	ASSERT_EQ(tb5_reg_gpu(d.dev, s.p, s.len, s.fd, 0, &smr), 0) << tb5_last_error();
 	ASSERT_EQ(tb5_reg_gpu(d.dev, r.p, r.len, -1, 0, &rmr), 0) << tb5_last_error();
 	ASSERT_EQ(tb5_reg_gpu(d.dev, ring.p, ring.len, -1, 0, &ringmr), 0)
@@ -543,7 +547,6 @@ TEST(SimGpuTwoHosts, EchoesBetweenGpuMemoryOfTwoProcesses)
 	ASSERT_EQ(tb5_reg_gpu(d.dev, priv.p, priv.len, priv.fd, 0, &privmr), 0)
 		<< tb5_last_error();
 	ASSERT_EQ(tb5_reg_host(d.dev, h.data(), h.size(), &hmr), 0);
-	const size_t own = standin_maps();
 	tb5_endpoint *e = connect_service(d, kEchoService);
 
 	ASSERT_TRUE(e);

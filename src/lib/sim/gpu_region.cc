@@ -228,52 +228,76 @@ void GpuMem::close_locked(Import &im)
 	im = {};
 }
 
+bool GpuMem::open_locked(Peer &p, uint32_t index, uint64_t gen)
+{
+	Import &im = p.imports[index];
+	const Entry &e = p.table->e[index];
+	Import fresh;
+
+	if (im.gen == gen)
+		return true;
+	close_locked(im);
+	if (e.gen.load(std::memory_order_acquire) != gen)
+		return false;
+	fresh.len = e.len;
+	if (e.pid == getpid()) {
+		fresh.base = reinterpret_cast<uint8_t *>(uintptr_t(e.base));
+	} else {
+		IpcHandle h = e.handle;
+
+		// Read while the entry was this generation.
+		std::atomic_thread_fence(std::memory_order_acquire);
+		if (e.gen.load(std::memory_order_relaxed) != gen)
+			return false;
+		if (engine_->import_span(h, fresh.len, &fresh.base)) {
+			note_locked("a peer's GPU memory could not be opened, its "
+				    "frames are lost: " +
+				    std::string(tb5_last_error()));
+			return false;
+		}
+		fresh.mapped = true;
+		// Withdrawn while we opened it: its fd may have been
+		// another's by then.
+		if (e.gen.load(std::memory_order_acquire) != gen) {
+			close_locked(fresh);
+			return false;
+		}
+	}
+	fresh.gen = gen;
+	im = fresh;
+	return true;
+}
+
 uint8_t *GpuMem::resolve(uint64_t peer, const GpuRef &ref, uint32_t len)
 {
 	std::lock_guard lk(mu_);
 	Peer *p = peer_locked(peer);
 
-	if (!p || ref.index >= kMaxExports || !ref.gen)
+	if (!p || ref.index >= kMaxExports || !ref.gen ||
+	    !open_locked(*p, ref.index, ref.gen))
 		return nullptr;
-	Import &im = p->imports[ref.index];
+	const Import &im = p->imports[ref.index];
 
-	if (im.gen != ref.gen) {
-		const Entry &e = p->table->e[ref.index];
-		Import fresh;
-
-		close_locked(im);
-		if (e.gen.load(std::memory_order_acquire) != ref.gen)
-			return nullptr;
-		fresh.len = e.len;
-		if (e.pid == getpid()) {
-			fresh.base = reinterpret_cast<uint8_t *>(uintptr_t(e.base));
-		} else {
-			IpcHandle h = e.handle;
-
-			// Read while the entry was this generation.
-			std::atomic_thread_fence(std::memory_order_acquire);
-			if (e.gen.load(std::memory_order_relaxed) != ref.gen)
-				return nullptr;
-			if (engine_->import_span(h, fresh.len, &fresh.base)) {
-				note_locked("a peer's GPU memory could not be opened, its "
-					    "frames are lost: " +
-					    std::string(tb5_last_error()));
-				return nullptr;
-			}
-			fresh.mapped = true;
-			// Withdrawn while we opened it: its fd may have been
-			// another's by then.
-			if (e.gen.load(std::memory_order_acquire) != ref.gen) {
-				close_locked(fresh);
-				return nullptr;
-			}
-		}
-		fresh.gen = ref.gen;
-		im = fresh;
-	}
 	if (ref.offset > im.len || len > im.len - ref.offset)
 		return nullptr;
 	return im.base + ref.offset;
+}
+
+uint32_t GpuMem::open_exports(uint64_t peer)
+{
+	std::lock_guard lk(mu_);
+	Peer *p = peer_locked(peer);
+	uint32_t opened = 0;
+
+	if (!p)
+		return 0;
+	for (uint32_t i = 0; i < kMaxExports; i++) {
+		const uint64_t gen = p->table->e[i].gen.load(std::memory_order_acquire);
+
+		if (gen && p->imports[i].gen != gen && open_locked(*p, i, gen))
+			opened++;
+	}
+	return opened;
 }
 
 void GpuMem::sweep(uint64_t peer)

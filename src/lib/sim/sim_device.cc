@@ -406,6 +406,7 @@ public:
 		if (ret)
 			return ret;
 		m->is_gpu = true;
+		link_->gpu_registered();
 		std::lock_guard lk(mu_);
 		*mr = m.get();
 		mrs_.insert(m.release());

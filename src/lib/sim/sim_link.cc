@@ -107,6 +107,12 @@ void SimLink::attach_rings(uint8_t *base, int end)
 	// direction (the other end locks the other).
 	pin_base_ = mesh_ ? base : (end == 0 ? dir0 : dir1);
 	pin_len_ = (mesh_ ? 2 : 1) * ring_bytes(ring_size_);
+	// GPU regions were registered while the link was down: page-lock
+	// the new rings now (a cable plugged in again mid-job pins in the
+	// progressing thread, the one place left where the data path waits
+	// for CUDA's lock).
+	if (gpu_ && pin_wanted_.load(std::memory_order_acquire))
+		pin_rings();
 }
 
 void SimLink::start_loop()
@@ -529,6 +535,7 @@ void SimLink::go_down()
 		std::lock_guard lk(txq_mu_);
 		drop_tx();
 		tx_ring_ = FrameRing();
+		pin_base_ = nullptr;	// the cable's rings go
 	}
 	tb5_link_down(core_, -ENOLINK);
 	rx_ring_ = FrameRing();

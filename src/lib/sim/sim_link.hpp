@@ -111,6 +111,10 @@ public:
 	// GPU memory goes through @gpu's DMA engine (if it has one). Before
 	// the link carries anything.
 	void set_gpu(GpuMem *gpu);
+	// A GPU region was registered on this link's device: page-lock the
+	// rings and open the peer's exports now, in the control path
+	// (sim_link_gpu.cc says why).
+	void gpu_registered();
 
 	struct tb5_link *core() const { return core_; }
 	const std::string &name() const { return name_; }
@@ -320,9 +324,12 @@ private:
 	bool rx_byref_ = false;
 	// This link opened a peer's exports (progress() only).
 	bool imported_ = false;
-	// What pin_rings() page-locked, and what it would (attach_rings()).
+	// What pin_rings() page-locked, and what it would (attach_rings(),
+	// under txq_mu_; null while the link is down); pin_wanted_: a GPU
+	// region was registered, so rings attached later are pinned too.
 	std::mutex pin_mu_;
 	std::atomic<void *> pinned_{ nullptr };
+	std::atomic<bool> pin_wanted_{ false };
 	uint8_t *pin_base_ = nullptr;
 	size_t pin_len_ = 0;
 };

@@ -38,8 +38,8 @@ void SimLink::dma_gpu(uint8_t sof, uint8_t eof, uint16_t len, const void *src,
 		byref_.push_back({ tx_ring_.produced(), cookie });
 	} else {
 		// Two DMAs through the ring: into the slot now, published
-		// once it is done.
-		pin_rings();
+		// once it is done. (The rings were page-locked when the
+		// region was registered: gpu_registered().)
 		gpu_tx_.add(tx_ring_.produce_slot(sof, eof, len, due), src, len);
 		tx_ring_.produce_commit();
 		done_.push_back(cookie);
@@ -112,9 +112,34 @@ int SimLink::rx_dma(void *dst, const void *src, uint32_t len)
 {
 	if (!gpu_)
 		return -EOPNOTSUPP;
-	if (!rx_byref_)
-		pin_rings();	// out of our RX ring
 	return gpu_rx_.add(dst, src, len);
+}
+
+void SimLink::gpu_registered()
+{
+	uint64_t peer;
+	bool up;
+
+	if (!gpu_)
+		return;
+	// No CUDA call that takes the process's CUDA lock (page-locking,
+	// opening a peer's memory) may wait in the data path: any thread
+	// blocked on a GPU kernel holds that lock, and the kernel waits for
+	// this link's frames (a first collective of 1 MiB hung so, until
+	// this was done here). A region is registered before NCCL's kernels
+	// use it, and NCCL's connection set-up ends with every rank's
+	// registrations done.
+	pin_wanted_.store(true, std::memory_order_release);
+	{
+		std::lock_guard lk(txq_mu_);
+		up = pin_base_ != nullptr;
+		peer = byref_peer();
+	}
+	if (!up)
+		return;		// attach_rings() pins them when the link comes up
+	pin_rings();
+	if (peer)
+		gpu_->open_exports(peer);
 }
 
 void SimLink::pin_rings()
