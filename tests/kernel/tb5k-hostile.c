@@ -39,7 +39,9 @@
  * GOOD_MSG-byte messages, every byte checked, all of them; each child's
  * region (every posted buffer between 4 KiB guards) shows no byte written
  * outside a posted buffer. After the attack a new connection carries
- * 1 MiB, verified. The control connection lives through it all.
+ * 1 MiB, verified. The control connection lives through it all. a prints
+ * the attacked link's drops by kind before and after the attack, which
+ * vm-tests-fabric.sh holds tb5-exporter's drop metric to.
  */
 #include "tb5k.h"
 
