@@ -3,13 +3,12 @@
 #
 # Where a hung NCCL run waits: runs CMD in the background and, AFTER
 # seconds later, writes every thread of every nccl_check process to OUT:
-# its kernel wait channel, system call and kernel stack (/proc), and its
-# user-space stack: gdb's when the machine has gdb, else the thread's own
-# backtrace where the process has libtb5-stackdump.so preloaded
-# (tests/gpu/stackdump.c: each thread is sent SIGRTMIN+7 and writes its
-# frames to $TB5_STACKDUMP_DIR/stacks.<pid>.txt, appended to OUT here).
-# TB5_PROBE_NO_GDB=1 takes the second way where gdb exists too;
-# TB5_PROBE_MATCH (a pgrep -f pattern) names other processes. Then waits for CMD (which its own timeout ends).
+# its kernel wait channel, system call and kernel stack (/proc), and,
+# where the process has libtb5-stackdump.so preloaded, its user-space
+# stack (tests/gpu/stackdump.c: each thread is sent SIGRTMIN+7 and writes
+# its frames to $TB5_STACKDUMP_DIR/stacks.<pid>.txt, appended to OUT here;
+# the GPU machine has no gdb). TB5_PROBE_MATCH (a pgrep -f pattern) names
+# other processes. Then waits for CMD (which its own timeout ends).
 #
 #   tests/gpu/probe-hang.sh AFTER OUT CMD...
 set -uo pipefail
@@ -32,10 +31,7 @@ sys.exit(libc.syscall(234, int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
       echo "${t##*/} $(cat "$t/comm") wchan=$(cat "$t/wchan") syscall=$(cut -d' ' -f1 "$t/syscall")"
       sed 's/^/    k: /' "$t/stack" 2>/dev/null | head -n 12
     done
-    if [[ -z ${TB5_PROBE_NO_GDB:-} ]] && command -v gdb >/dev/null 2>&1; then
-      timeout 60 gdb -p "$pid" -batch -nx -ex 'set pagination off' \
-        -ex 'thread apply all bt 25' 2>&1 | grep -v '^\[New LWP\|^warning:'
-    elif grep -q libtb5-stackdump "/proc/$pid/maps" 2>/dev/null; then
+    if grep -q libtb5-stackdump "/proc/$pid/maps" 2>/dev/null; then
       dir=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^TB5_STACKDUMP_DIR=//p')
       grep -E 'libtb5|nccl-net-tb5|libnccl|libcuda' "/proc/$pid/maps" | awk '$3 == "00000000" {print "map:", $1, $6}'
       # The main thread last: a sleep it is in ends at the signal, and
