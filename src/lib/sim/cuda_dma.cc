@@ -239,7 +239,9 @@ public:
 		out.base = reinterpret_cast<uint8_t *>(uintptr_t(start));
 		out.len = size;
 		out.device = ordinal;
-		return ensure_context(ordinal);
+		int ret = ensure_context(ordinal);
+
+		return ret ? ret : reach(out);
 	}
 
 	bool dmabuf_target(const std::string &target) const override
@@ -475,6 +477,35 @@ private:
 			mapped_[p] = size_t(h.size);
 		}
 		*base = reinterpret_cast<uint8_t *>(uintptr_t(p));
+		return 0;
+	}
+
+	// A process that drives several GPUs (NCCL's one-process mode): a
+	// cuMem allocation of another device than the engine's is reachable
+	// from the engine's device only where the application granted that
+	// device access (NCCL grants its peers none with P2P off), and a copy
+	// from it would fail at the stream. Grant it here, at registration.
+	// (cudaMalloc memory is reachable through unified addressing.)
+	int reach(const DevSpan &span)
+	{
+		CUmemGenericAllocationHandle mh;
+		const CUmemAccessDesc access = {
+			{ CU_MEM_LOCATION_TYPE_DEVICE, dev_ },
+			CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+		};
+		CUresult r;
+
+		if (span.device == ordinal_ || !vmm_why_.empty() ||
+		    api_.cuMemRetainAllocationHandle(&mh, span.base) != CUDA_SUCCESS)
+			return 0;
+		api_.cuMemRelease(mh);
+		set_current();
+		r = api_.cuMemSetAccess(CUdeviceptr(uintptr_t(span.base)), span.len, &access, 1);
+		if (r != CUDA_SUCCESS)
+			return fail(-EOPNOTSUPP, "GPU memory at %p (device %d) cannot be "
+				    "reached from device %d, whose copy engines carry this "
+				    "process's frames: cuMemSetAccess: %s",
+				    (void *)span.base, span.device, ordinal_, str(r));
 		return 0;
 	}
 

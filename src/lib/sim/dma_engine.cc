@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <fstream>
 
 #include "error.hpp"
+#include "tb5/tb5.h"
 #include "util/unique_fd.hpp"
 
 // Older C libraries' headers lack them; the numbers are every
@@ -154,7 +156,24 @@ int DmaQueue::flush()
 		started_ = false;
 	}
 	pending_.store(false, std::memory_order_release);
+	if (ret)
+		note_failure();
 	return ret;
+}
+
+void DmaQueue::note_failure()
+{
+	// A failed DMA is not tied to the operation it served (its frames
+	// count as moved), so the process says so where the user looks, the
+	// first few times.
+	static std::atomic<int> notes{ 0 };
+	constexpr int kMaxNotes = 8;
+	const int n = notes.fetch_add(1, std::memory_order_relaxed);
+
+	if (n < kMaxNotes)
+		fprintf(stderr, "tb5-sim[%d]: a DMA failed, the bytes of the frames it "
+			"carried are wrong: %s%s\n", int(getpid()), tb5_last_error(),
+			n + 1 == kMaxNotes ? " (further notes not shown)" : "");
 }
 
 } // namespace tb5::sim

@@ -137,6 +137,8 @@ public:
 
 private:
 	int start_locked();
+	// Says on stderr that a DMA failed (the first few times).
+	static void note_failure();
 
 	std::mutex mu_;
 	DmaEngine *engine_ = nullptr;
