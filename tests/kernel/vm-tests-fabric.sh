@@ -402,6 +402,11 @@ if [ "${TB5K_HOSTS:-2}" = 3 ]; then
 		unset TB5_PLUGIN_TEST_PULL
 		for cable in $(cat "$TMP/pulled" 2>/dev/null); do echo 1 >"$cable"; done
 		wait_ready 2 120 || fail fabric.triangle.uncabled "the cable put back did not come up"
+		# The host that put it back stays a while before it unloads: its
+		# LOGOUT takes the link down at the other end, which must see it
+		# ready first (on 6.12 under load c's link was ready for 0.23 s,
+		# between two of its polls, and c failed here).
+		[ -s "$TMP/pulled" ] && sleep 10
 	fi
 	# Everyone asked and answered: leave.
 	rmmod tb5 || fail fabric.unload "rmmod tb5"
