@@ -283,21 +283,19 @@ uint8_t *GpuMem::resolve(uint64_t peer, const GpuRef &ref, uint32_t len)
 	return im.base + ref.offset;
 }
 
-uint32_t GpuMem::open_exports(uint64_t peer)
+void GpuMem::open_exports(uint64_t peer)
 {
 	std::lock_guard lk(mu_);
 	Peer *p = peer_locked(peer);
-	uint32_t opened = 0;
 
 	if (!p)
-		return 0;
+		return;
 	for (uint32_t i = 0; i < kMaxExports; i++) {
 		const uint64_t gen = p->table->e[i].gen.load(std::memory_order_acquire);
 
-		if (gen && p->imports[i].gen != gen && open_locked(*p, i, gen))
-			opened++;
+		if (gen)
+			open_locked(*p, i, gen);
 	}
-	return opened;
 }
 
 void GpuMem::sweep(uint64_t peer)

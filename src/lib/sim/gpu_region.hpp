@@ -76,13 +76,12 @@ public:
 	// session @peer names; null when it names nothing valid (the
 	// caller drops the frame). Opens the peer's export on first use.
 	uint8_t *resolve(uint64_t peer, const GpuRef &ref, uint32_t len);
-	// Opens every export of host session @peer not opened yet; how many
-	// it opened. Called where a GPU region is registered: opening takes
+	// Opens every export of host session @peer not opened yet. Called where a GPU region is registered: opening takes
 	// CUDA calls that wait for the whole process's CUDA lock (one held
 	// by any thread blocked on a GPU kernel), which the data path must
 	// not make while NCCL's kernels wait for it (resolve() still opens
 	// what appeared since, as a last resort).
-	uint32_t open_exports(uint64_t peer);
+	void open_exports(uint64_t peer);
 	// Closes the imports of @peer that it withdrew since (its epoch
 	// moved); cheap when it did not.
 	void sweep(uint64_t peer);
