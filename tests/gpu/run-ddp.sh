@@ -62,7 +62,6 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out"/*.json "$out"/*.nccl.log "$out/summary.txt"
 
-
 # run NAME ENV...: ddp_check.py under exactly ENV (and the NVLS settings).
 run() {
   local name=$1 rc=0

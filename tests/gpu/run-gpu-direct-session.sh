@@ -19,8 +19,8 @@
 #      (today's path), SHM and Socket 4x4 beside them, three times;
 #   4. probe-1m, probe-sp: a first collective of 1 MiB with GPU buffers
 #      (mp), and sp, each probed some seconds in (probe-hang.sh: every
-#      thread's stack through STAGE/libtb5-stackdump.so where there is
-#      no gdb), for a run that hangs;
+#      thread's stack through STAGE/libtb5-stackdump.so), for a run that
+#      hangs;
 #   5. ddp2, ddp4: run-ddp.sh, PyTorch DDP over tb5 with GPU buffers
 #      against SHM, 2 and 4 ranks;
 #   6. mesh4: 4 ranks, every pair cabled, rate=80, alltoall, all_reduce
@@ -32,10 +32,10 @@
 #       [--steps LIST] OUTDIR [STAGE]
 #
 # --steps runs only the named steps (comma-separated, from sim-cuda, diag,
-# validate-gdr-2, validate-gdr-sp, validate-gdr-3, validate-gdr-4, bench (or one
-# of bench1..3),
-# probe-1m, probe-sp, ddp2, ddp4, mesh4, cables2; default: sim-cuda
-# through bench, the steps of the first session).
+# validate-gdr-2, validate-gdr-sp, validate-gdr-3, validate-gdr-4, bench
+# (all three series, or one of bench1..3), probe-1m, probe-sp, ddp2, ddp4,
+# mesh4, cables2; default: sim-cuda through bench, the steps of the first
+# session).
 #
 # The plugin and libtb5 are built here (Release, build-gpu) when cmake is
 # there and --stage-only is not given; else STAGE holds libnccl-net-tb5.so,
@@ -72,7 +72,7 @@ log=$out/session.txt
 step() {   # step NAME LIMIT_S CMD...: runs CMD, records its status
   local name=$1 limit=$2 rc=0 t0=$SECONDS
   shift 2
-  wanted "${name%%[0-9]}" || wanted "$name" || return 0
+  wanted "$name" || { [[ $name == bench[1-3] ]] && wanted bench; } || return 0
   if ((dry)); then
     printf '%s\n' "$*" >>"$out/commands.txt"
     return 0
