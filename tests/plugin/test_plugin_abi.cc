@@ -193,7 +193,6 @@ struct Buffer {
 	}
 };
 
-// One rank's side of a connection pair.
 // Stand-in "device memory" (sim/standin_mem.hpp), with its dma-buf.
 struct DevMem {
 	uint8_t *p = nullptr;
@@ -210,6 +209,7 @@ struct DevMem {
 	}
 };
 
+// One rank's side of a connection pair.
 struct Rank {
 	char side = 0;		// 'a' or 'b' when split across hosts
 	Api *api = nullptr;
@@ -473,110 +473,111 @@ protected:
 	// rank (and thread) per host, both on their device 0.
 	void TwoRanksOnThreads(bool gpu, int window)
 	{
-	Rank r0, r1;
-	r0.side = 'a';
-	r1.side = 'b';
-	r0.api = r1.api = api.get();
-	r0.ctx = r1.ctx = ctx;
-	const int dev0 = 0, dev1 = line ? 0 : 1;
-	char h0[NCCL_NET_HANDLE_MAXSIZE] = {}, h1[NCCL_NET_HANDLE_MAXSIZE] = {};
-	if (r0.here()) {
-		ASSERT_EQ(api->Listen(ctx, dev0, h0, &r0.lc), ncclSuccess);
-	}
-	if (r1.here()) {
-		ASSERT_EQ(api->Listen(ctx, dev1, h1, &r1.lc), ncclSuccess);
-	}
-	// Split: a's handle to b, then b's to a.
-	ASSERT_NO_FATAL_FAILURE(PassHandle(r0.here(), h0));
-	ASSERT_NO_FATAL_FAILURE(PassHandle(r1.here(), h1));
-	constexpr int kMaxWindow = 8;
-	const size_t kMsg = std::min(CapBytes(8), (size_t)8 << 20) / window;
-	const size_t kBytes = kMsg * window;
-	auto run = [&](Rank &me, int my_dev, char *peer_handle, uint32_t seed_out,
-		       uint32_t seed_in, bool *ok) {
-		auto t0 = Clock::now();
-		while (!me.sc || !me.rc) {
-			if (!me.sc && api->Connect(ctx, my_dev, peer_handle, &me.sc) != ncclSuccess)
-				return;
-			if (!me.rc && api->Accept(me.lc, &me.rc) != ncclSuccess)
-				return;
-			if (Expired(t0))
-				return;
+		Rank r0, r1;
+		r0.side = 'a';
+		r1.side = 'b';
+		r0.api = r1.api = api.get();
+		r0.ctx = r1.ctx = ctx;
+		const int dev0 = 0, dev1 = line ? 0 : 1;
+		char h0[NCCL_NET_HANDLE_MAXSIZE] = {}, h1[NCCL_NET_HANDLE_MAXSIZE] = {};
+		if (r0.here()) {
+			ASSERT_EQ(api->Listen(ctx, dev0, h0, &r0.lc), ncclSuccess);
 		}
-		// Each message in its own slot of the buffers, as NCCL's steps.
-		Buffer hs(gpu ? 0 : kBytes), hr(gpu ? 0 : kBytes);
-		DevMem gs(gpu ? kBytes : 0), gr(gpu ? kBytes : 0);
-		uint8_t *sbuf = gpu ? gs.p : hs.p, *rbuf = gpu ? gr.p : hr.p;
-		const int type = gpu ? NCCL_PTR_CUDA : NCCL_PTR_HOST;
-		void *smh, *rmh;
-		if (!sbuf || !rbuf || api->RegMrType(me.sc, sbuf, kBytes, type, &smh) ||
-		    api->RegMrType(me.rc, rbuf, kBytes, type, &rmh))
-			return;
-		bool good = true;
-		for (int it = 0; it < 8 * window && good; it += window) {
-			void *rreq[kMaxWindow] = {}, *sreq[kMaxWindow] = {};
-			int sdone[kMaxWindow] = {}, rdone[kMaxWindow] = {}, n[kMaxWindow] = {};
-			for (int w = 0; w < window; w++) {
-				size_t sz = kMsg;
-				int tag = it + w;
-				void *d = rbuf + w * kMsg;
-				while (!rreq[w])
-					if (api->Irecv(me.rc, 1, &d, &sz, &tag, &rmh, &rreq[w]))
-						return;
-			}
-			for (int w = 0; w < window; w++) {
-				Fill(sbuf + w * kMsg, kMsg, seed_out + it + w);
-				while (!sreq[w])
-					if (api->Isend(me.sc, sbuf + w * kMsg, kMsg, it + w, smh,
-						       &sreq[w]))
-						return;
-			}
-			for (int left = 2 * window; left;) {
-				left = 0;
-				for (int w = 0; w < window; w++) {
-					if (!sdone[w] && api->Test(sreq[w], &sdone[w], nullptr))
-						return;
-					if (!rdone[w] && api->Test(rreq[w], &rdone[w], &n[w]))
-						return;
-					left += !sdone[w] + !rdone[w];
-				}
+		if (r1.here()) {
+			ASSERT_EQ(api->Listen(ctx, dev1, h1, &r1.lc), ncclSuccess);
+		}
+		// Split: a's handle to b, then b's to a.
+		ASSERT_NO_FATAL_FAILURE(PassHandle(r0.here(), h0));
+		ASSERT_NO_FATAL_FAILURE(PassHandle(r1.here(), h1));
+		constexpr int kMaxWindow = 8;
+		ASSERT_LE(window, kMaxWindow);
+		const size_t kMsg = std::min(CapBytes(8), (size_t)8 << 20) / window;
+		const size_t kBytes = kMsg * window;
+		auto run = [&](Rank &me, int my_dev, char *peer_handle, uint32_t seed_out,
+			       uint32_t seed_in, bool *ok) {
+			auto t0 = Clock::now();
+			while (!me.sc || !me.rc) {
+				if (!me.sc && api->Connect(ctx, my_dev, peer_handle, &me.sc) != ncclSuccess)
+					return;
+				if (!me.rc && api->Accept(me.lc, &me.rc) != ncclSuccess)
+					return;
 				if (Expired(t0))
 					return;
 			}
-			for (int w = 0; w < window; w++)
-				good = good && n[w] == (int)kMsg &&
-				       Check(rbuf + w * kMsg, kMsg, seed_in + it + w) == -1;
+			// Each message in its own slot of the buffers, as NCCL's steps.
+			Buffer hs(gpu ? 0 : kBytes), hr(gpu ? 0 : kBytes);
+			DevMem gs(gpu ? kBytes : 0), gr(gpu ? kBytes : 0);
+			uint8_t *sbuf = gpu ? gs.p : hs.p, *rbuf = gpu ? gr.p : hr.p;
+			const int type = gpu ? NCCL_PTR_CUDA : NCCL_PTR_HOST;
+			void *smh, *rmh;
+			if (!sbuf || !rbuf || api->RegMrType(me.sc, sbuf, kBytes, type, &smh) ||
+			    api->RegMrType(me.rc, rbuf, kBytes, type, &rmh))
+				return;
+			bool good = true;
+			for (int it = 0; it < 8 * window && good; it += window) {
+				void *rreq[kMaxWindow] = {}, *sreq[kMaxWindow] = {};
+				int sdone[kMaxWindow] = {}, rdone[kMaxWindow] = {}, n[kMaxWindow] = {};
+				for (int w = 0; w < window; w++) {
+					size_t sz = kMsg;
+					int tag = it + w;
+					void *d = rbuf + w * kMsg;
+					while (!rreq[w])
+						if (api->Irecv(me.rc, 1, &d, &sz, &tag, &rmh, &rreq[w]))
+							return;
+				}
+				for (int w = 0; w < window; w++) {
+					Fill(sbuf + w * kMsg, kMsg, seed_out + it + w);
+					while (!sreq[w])
+						if (api->Isend(me.sc, sbuf + w * kMsg, kMsg, it + w, smh,
+							       &sreq[w]))
+							return;
+				}
+				for (int left = 2 * window; left;) {
+					left = 0;
+					for (int w = 0; w < window; w++) {
+						if (!sdone[w] && api->Test(sreq[w], &sdone[w], nullptr))
+							return;
+						if (!rdone[w] && api->Test(rreq[w], &rdone[w], &n[w]))
+							return;
+						left += !sdone[w] + !rdone[w];
+					}
+					if (Expired(t0))
+						return;
+				}
+				for (int w = 0; w < window; w++)
+					good = good && n[w] == (int)kMsg &&
+					       Check(rbuf + w * kMsg, kMsg, seed_in + it + w) == -1;
+			}
+			api->DeregMr(me.sc, smh);
+			api->DeregMr(me.rc, rmh);
+			*ok = good;
+		};
+		bool ok0 = false, ok1 = false;
+		std::vector<std::thread> threads;
+		if (r0.here())
+			threads.emplace_back(run, std::ref(r0), dev0, h1, 10, 20, &ok0);
+		if (r1.here())
+			threads.emplace_back(run, std::ref(r1), dev1, h0, 20, 10, &ok1);
+		for (auto &t : threads)
+			t.join();
+		if (r0.here()) {
+			EXPECT_TRUE(ok0);
 		}
-		api->DeregMr(me.sc, smh);
-		api->DeregMr(me.rc, rmh);
-		*ok = good;
-	};
-	bool ok0 = false, ok1 = false;
-	std::vector<std::thread> threads;
-	if (r0.here())
-		threads.emplace_back(run, std::ref(r0), dev0, h1, 10, 20, &ok0);
-	if (r1.here())
-		threads.emplace_back(run, std::ref(r1), dev1, h0, 20, 10, &ok1);
-	for (auto &t : threads)
-		t.join();
-	if (r0.here()) {
-		EXPECT_TRUE(ok0);
-	}
-	if (r1.here()) {
-		EXPECT_TRUE(ok1);
-	}
-	Meet("close");
-	for (Rank *r : {&r0, &r1}) {
-		if (!r->here())
-			continue;
-		if (r->sc) {
-			EXPECT_EQ(api->CloseSend(r->sc), ncclSuccess);
+		if (r1.here()) {
+			EXPECT_TRUE(ok1);
 		}
-		if (r->rc) {
-			EXPECT_EQ(api->CloseRecv(r->rc), ncclSuccess);
+		Meet("close");
+		for (Rank *r : {&r0, &r1}) {
+			if (!r->here())
+				continue;
+			if (r->sc) {
+				EXPECT_EQ(api->CloseSend(r->sc), ncclSuccess);
+			}
+			if (r->rc) {
+				EXPECT_EQ(api->CloseRecv(r->rc), ncclSuccess);
+			}
+			EXPECT_EQ(api->CloseListen(r->lc), ncclSuccess);
 		}
-		EXPECT_EQ(api->CloseListen(r->lc), ncclSuccess);
-	}
 	}
 };
 
